@@ -1,0 +1,44 @@
+# neurorefiner — `make help` lists the targets.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export WANDB_MODE ?= offline
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: help install demo test test-fast test-slow bench lint format clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml constraints/cpu.txt
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip setuptools wheel
+	# CPU install: pin the CPU wheel of torch through the constraints file (GPU users skip it).
+	$(BIN)/pip install -q -c constraints/cpu.txt -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## make .venv and install the package with dev extras on the CPU torch
+
+demo: install ## run the main job on built-in data (DIADEM OP_1)
+	$(BIN)/python -m neurorefiner.demo
+
+test: install ## run the whole test suite (what CI runs)
+	$(BIN)/python -m pytest -q tests
+
+test-fast: install ## unit tests only, skip tests marked slow
+	$(BIN)/python -m pytest -q -m "not slow" tests
+
+bench: install ## run the benchmarks (figures and ratios against references measured in the same run)
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
+lint: install ## ruff
+	$(BIN)/ruff check neurorefiner tests bench train.py evaluate.py refine.py
+
+format: install ## ruff format + import sort
+	$(BIN)/ruff check --fix neurorefiner tests bench train.py evaluate.py refine.py
+
+clean: ## remove caches (not .venv)
+	rm -rf .pytest_cache .ruff_cache outputs multirun data/cache

@@ -1,0 +1,56 @@
+"""What every CLI command shares: one-line errors with exit code 2, spacing parsing, progress bars."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+
+from neurorefiner.errors import InputError, MissingPieceError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def friendly_errors(fn: F) -> F:
+    """Turn :class:`InputError` into ``error: <file>: <problem>`` on stderr and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except InputError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        except MissingPieceError as exc:
+            typer.echo(f"not available yet: {exc}", err=True)
+            raise typer.Exit(3) from None
+        except FileNotFoundError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def parse_spacing(text: str | None) -> tuple[float, float, float] | None:
+    """'1,0.33,0.33' -> (1.0, 0.33, 0.33) as (z, y, x) um."""
+    if text is None:
+        return None
+    from neurorefiner.io.volume import check_spacing
+
+    try:
+        parts = [float(p) for p in text.replace("x", ",").split(",") if p.strip()]
+    except ValueError as exc:
+        raise InputError(f"--spacing must be three numbers z,y,x in um, got {text!r}") from exc
+    return check_spacing(parts, "--spacing")
+
+
+def missing(piece: str, issue: str) -> None:
+    """Say plainly that a piece has not landed, and stop (never a fake run)."""
+    raise MissingPieceError(f"{piece} is not implemented yet (tracked in {issue})")
+
+
+def is_tty() -> bool:
+    return sys.stderr.isatty()

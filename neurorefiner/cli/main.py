@@ -1,0 +1,28 @@
+"""The ``neurorefiner`` console command. Each utility lives in its own module; heavy imports happen
+inside the command so ``--help`` answers at once."""
+
+from __future__ import annotations
+
+import typer
+
+from neurorefiner.cli import edit, info, inspect, score, segment, synth, trace
+
+app = typer.Typer(
+    name="neurorefiner",
+    help="Refine 3D neuron segmentations until their topology is right, and measure the result.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+app.command("info", help=info.__doc__)(info.info)
+app.command("synth", help=synth.__doc__)(synth.synth)
+app.command("trace", help=trace.__doc__)(trace.trace)
+app.command("score", help=score.__doc__)(score.score)
+app.command("segment", help=segment.__doc__)(segment.segment)
+app.command("edit", help=edit.__doc__)(edit.edit)
+app.command("inspect", help=inspect.__doc__)(inspect.inspect)
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()

@@ -1,0 +1,35 @@
+"""Write-then-rename, so a failed or interrupted write never leaves a half-written output."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def atomic_path(path: str | Path, is_dir: bool = False) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    suffix = "".join(target.suffixes)
+    if is_dir:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.stem}.", suffix=f"{suffix}.part", dir=target.parent))
+    else:
+        fd, name = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=f"{suffix}.part", dir=target.parent)
+        os.close(fd)
+        tmp = Path(name)
+    try:
+        yield tmp
+        if is_dir and target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    except BaseException:
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+        raise
