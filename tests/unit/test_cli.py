@@ -1,0 +1,66 @@
+"""The console command: --help on every utility; bad inputs give one line, exit 2, no output file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from neurorefiner.cli.main import app
+from neurorefiner.io import write_volume
+
+runner = CliRunner()
+COMMANDS = ["info", "synth", "trace", "score", "segment", "edit", "inspect"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help(command: str) -> None:
+    result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.output
+
+
+def test_info_on_diadem() -> None:
+    result = runner.invoke(app, ["info", str(ROOT / "data/diadem_op/OP_1.tif")])
+    assert result.exit_code == 0 and "(60, 512, 512)" in result.output
+    result = runner.invoke(app, ["info", str(ROOT / "data/diadem_op/OP_1.swc")])
+    assert result.exit_code == 0 and "1496 nodes" in result.output
+
+
+def test_bad_file_is_one_line_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.tif"
+    bad.write_bytes(b"not a tiff at all")
+    result = runner.invoke(app, ["info", str(bad)])
+    assert result.exit_code == 2
+    assert "broken.tif" in result.output and "Traceback" not in result.output
+
+
+def test_cycle_swc_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "cycle.swc"
+    bad.write_text("1 1 0 0 0 1 2\n2 3 1 0 0 1 1\n")
+    result = runner.invoke(app, ["info", str(bad)])
+    assert result.exit_code == 2 and "cycle" in result.output
+
+
+@pytest.mark.parametrize("script", ["train.py", "evaluate.py", "refine.py"])
+def test_entry_points_answer_help(script: str) -> None:
+    out = subprocess.run([sys.executable, str(ROOT / script), "--help"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "Powered by Hydra" in out.stdout
+
+
+def test_refine_entry_rejects_mismatched_shapes(tmp_path: Path) -> None:
+    img = write_volume(tmp_path / "img.tif", np.zeros((4, 8, 8), np.uint8))
+    msk = write_volume(tmp_path / "msk.tif", np.zeros((4, 8, 9), bool))
+    out = subprocess.run([sys.executable, str(ROOT / "refine.py"), f"image={img}", f"mask={msk}",
+                          f"out={tmp_path / 'o'}", f"hydra.run.dir={tmp_path / 'run'}"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    assert "differs" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "o").exists()

@@ -1,0 +1,21 @@
+"""Train TopoRefineNet (``python train.py +stage=1`` / ``+stage=2``) or a baseline segmenter
+(``python train.py task=segment model=unet3d``). Composes the config and calls one function."""
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("PROJECT_ROOT", str(Path(__file__).resolve().parent))
+
+import hydra  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="train")
+def main(cfg: DictConfig) -> None:
+    from neurorefiner.training import run
+
+    run(cfg)
+
+
+if __name__ == "__main__":
+    main()
