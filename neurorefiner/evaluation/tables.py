@@ -1,0 +1,54 @@
+"""Paper-style tables from per-volume metric rows: mean per method, metrics in the paper's order."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from neurorefiner.io.atomic import atomic_path
+
+PAPER_METRICS = ("SD", "SSD", "PRE", "REC", "F1", "MES")
+LOWER_IS_BETTER = {"SD", "SSD", "pSSD"}
+
+
+def write_rows_csv(path: Path, rows: Sequence[dict]) -> Path:
+    """Per-volume rows, one CSV (atomic)."""
+    keys: list[str] = []
+    for row in rows:
+        keys.extend(k for k in row if k not in keys)
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=keys)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def summarize(rows: Sequence[dict], group: str = "method", metrics: Sequence[str] = PAPER_METRICS) -> list[dict]:
+    """Mean of each metric per ``group`` value, skipping non-finite values (and counting them)."""
+    out = []
+    for key in dict.fromkeys(r[group] for r in rows):
+        sel = [r for r in rows if r[group] == key]
+        summary: dict = {group: key, "n": len(sel)}
+        for m in metrics:
+            vals = [float(r[m]) for r in sel if m in r and r[m] is not None and math.isfinite(float(r[m]))]
+            summary[m] = sum(vals) / len(vals) if vals else float("nan")
+            if len(vals) < len(sel):
+                summary[f"{m}_nonfinite"] = len(sel) - len(vals)
+        out.append(summary)
+    return out
+
+
+def markdown_table(summary: Sequence[dict], group: str = "method", metrics: Sequence[str] = PAPER_METRICS,
+                   percent: Sequence[str] = ("PRE", "REC", "F1", "MES")) -> str:
+    """Markdown with precision/recall/F1/MES in % (as the paper prints them), distances in voxels."""
+    head = f"| {group} | n | " + " | ".join(f"{m}{'↓' if m in LOWER_IS_BETTER else '↑'}" for m in metrics) + " |"
+    lines = [head, "|" + "---|" * (len(metrics) + 2)]
+    for s in summary:
+        cells = []
+        for m in metrics:
+            v = s.get(m, float("nan"))
+            cells.append(f"{100 * v:.2f}" if m in percent else f"{v:.2f}")
+        lines.append(f"| {s[group]} | {s['n']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
