@@ -337,16 +337,30 @@ def _rasterize_capsules_py(mask, a, b, ra, rb, sp):  # pragma: no cover - numba 
                     rr = ra[e] + t * (rb[e] - ra[e])
                     if dz * dz + dy * dy + dx * dx <= rr * rr:
                         mask[z, y, x] = True
-        # centreline: sample at half the finest spacing so consecutive samples touch
+        # centreline: sample at half the finest spacing; between consecutive voxels that differ on
+        # more than one axis, step one axis at a time, so the centreline is 6-connected (a tree's mask
+        # is then one component under any connectivity APP2 may use)
         length = math.sqrt(l2)
         nsteps = int(math.ceil(length / (0.5 * min(sp[0], min(sp[1], sp[2]))))) + 1
+        pz = int(round(a[e, 0] / sp[0]))
+        py = int(round(a[e, 1] / sp[1]))
+        px = int(round(a[e, 2] / sp[2]))
         for s in range(nsteps + 1):
             t = s / nsteps
             iz = int(round((a[e, 0] + t * ab0) / sp[0]))
             iy = int(round((a[e, 1] + t * ab1) / sp[1]))
             ix = int(round((a[e, 2] + t * ab2) / sp[2]))
-            if 0 <= iz < nz and 0 <= iy < ny and 0 <= ix < nx:
-                mask[iz, iy, ix] = True
+            while True:
+                if 0 <= pz < nz and 0 <= py < ny and 0 <= px < nx:
+                    mask[pz, py, px] = True
+                if pz != iz:
+                    pz += 1 if iz > pz else -1
+                elif py != iy:
+                    py += 1 if iy > py else -1
+                elif px != ix:
+                    px += 1 if ix > px else -1
+                else:
+                    break
 
 
 try:

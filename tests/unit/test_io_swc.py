@@ -130,7 +130,7 @@ def test_thin_diagonal_tree_rasterises_connected() -> None:
     tree = Tree.from_points(np.array([[1, 1, 1], [18, 27, 33], [5, 30, 2]]), np.array([-1, 0, 1]),
                             radius=0.3)
     mask = tree.rasterize((20, 32, 36))
-    assert cc3d.connected_components(mask, connectivity=26).max() == 1
+    assert cc3d.connected_components(mask, connectivity=6).max() == 1
 
 
 def test_nodes_outside_image() -> None:
@@ -138,6 +138,15 @@ def test_nodes_outside_image() -> None:
     with pytest.raises(InputError, match="far.swc.*outside"):
         tree.rasterize((8, 16, 16))
     assert tree.rasterize((8, 16, 16), strict=False).any()
+
+
+def test_every_dev_gold_mask_is_6_connected() -> None:
+    """Regression: radius-1.5 tubes across 1 um slices touched only at edges/corners on OP_1 and OP_6."""
+    from neurorefiner.data import get_dataset
+
+    for case in get_dataset("diadem").cases("dev"):
+        mask = case.label(case.image().shape)
+        assert cc3d.connected_components(mask, connectivity=6).max() == 1, case.name
 
 
 def test_diadem_gold_rasterises_inside_its_stack(project_root: Path) -> None:
@@ -148,7 +157,8 @@ def test_diadem_gold_rasterises_inside_its_stack(project_root: Path) -> None:
     case.gold().check_within(image.shape)
     mask = case.label(image.shape)
     assert mask.shape == image.shape and mask.any()
-    assert cc3d.connected_components(mask).max() == 1
+    # one piece even under 6-connectivity: APP2's 18-neighbour march must not see breaks that are not there
+    assert cc3d.connected_components(mask, connectivity=6).max() == 1
     # the label lies on the bright fibres: far brighter than the stack on average
     data = image.load()
     assert data[mask].mean() > 5 * data.mean()

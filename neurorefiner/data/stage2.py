@@ -1,0 +1,465 @@
+"""Stage-2 training data for TopoRefineNet: real defects mined from baseline segmenters' masks.
+
+As the paper's second stage: masks of several segmenters (read from
+``data/cache/init_masks/<dataset>/<segmenter>/<case>.tif``, written by ``neurorefiner.models.init_masks``)
+are cut into crops; crops with significant errors are kept, judged by connected components (Betti-0 of
+the mask against the gold crop) and a voxel F1 with a small distance tolerance (thin gold tubes and
+slightly thicker predictions should not count as errors); each kept crop gets an instruction from an
+**instruction writer**, a plain function ``(image_crop, mask_crop, gold_crop) -> Instruction | str |
+None`` (None = skip the crop). The default, :func:`difference_writer`, reads the largest error from the
+difference with the gold mask; the agents' Refinement Advisor (a VLM in the paper) can be passed instead
+without touching this module. The mined list (crop places, scores, instructions) is cached as a
+manifest in ``data/cache/stage2_mined/<key>/manifest.json``; the key hashes the settings, the writer
+and the mask files, so changing any of them mines again.
+
+Batches follow the same contract as stage 1 (see :mod:`neurorefiner.data.stage1`). Crop sizes are
+(D, H, W) = (z, y, x).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import lightning as L
+import numpy as np
+import torch
+from scipy import ndimage
+from torch.utils.data import DataLoader, Dataset
+from tqdm import tqdm
+
+from neurorefiner.agents.instructions import Instruction, InstructionParseError, parse_instruction
+from neurorefiner.data.stage1 import (
+    ListDataset,
+    _triple,
+    _worker_init,
+    check_not_held_out,
+    crop_padded,
+    resolve_datasets,
+    to_item,
+)
+from neurorefiner.defects.describe import DEFAULT_LONG_GAP, betti0, describe_change
+from neurorefiner.errors import InputError
+from neurorefiner.io import read_mask
+from neurorefiner.io.atomic import atomic_path
+from neurorefiner.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+Triple = tuple[int, int, int]
+InstructionWriter = Callable[[np.ndarray, np.ndarray, np.ndarray], "Instruction | str | None"]
+MANIFEST_VERSION = 1
+_CUBE = np.ones((3, 3, 3), dtype=bool)
+
+
+# ---------------------------------------------------------------------------------------------- scores
+def _dilate(mask: np.ndarray, tolerance: int) -> np.ndarray:
+    return ndimage.binary_dilation(mask, _CUBE, iterations=tolerance) if tolerance > 0 else mask
+
+
+def tolerant_f1(mask: np.ndarray, gold: np.ndarray, tolerance: int = 1) -> float:
+    """Voxel F1 where a voxel within ``tolerance`` voxels (26-neighbourhood steps) of the other mask
+    counts as matched; tolerance 0 is the Dice coefficient. Both empty -> 1."""
+    m, g = mask.sum(), gold.sum()
+    if m == 0 and g == 0:
+        return 1.0
+    if m == 0 or g == 0:
+        return 0.0
+    precision = (mask & _dilate(gold, tolerance)).sum() / m
+    recall = (gold & _dilate(mask, tolerance)).sum() / g
+    return float(2 * precision * recall / (precision + recall)) if precision + recall > 0 else 0.0
+
+
+def error_components(mask: np.ndarray, gold: np.ndarray, tolerance: int = 1, min_voxels: int = 10,
+                     fp_tolerance: int = 3) -> list[tuple[str, np.ndarray]]:
+    """The errors of ``mask`` against ``gold`` that matter for topology, as 26-connected pieces of at
+    least ``min_voxels`` voxels, largest first (FN first on ties):
+
+    * ("fn", voxels): gold farther than ``tolerance`` voxels from the mask (missing neurite, breaks);
+    * ("fp", voxels): mask components that come no closer than ``tolerance`` to gold (isolated noise),
+      and mask voxels farther than ``fp_tolerance`` from gold (spurs, merged foreign fibres). A mask that
+      is only thicker than the gold tubes is not an error.
+    """
+    import cc3d
+
+    mask, gold = np.asarray(mask, bool), np.asarray(gold, bool)
+    near_gold = _dilate(gold, tolerance)
+    fp = mask & ~_dilate(gold, max(fp_tolerance, tolerance))
+    if mask.any():
+        labels = cc3d.connected_components(np.ascontiguousarray(mask), connectivity=26)
+        touching = np.unique(labels[mask & near_gold])
+        fp |= mask & ~np.isin(labels, touching)
+    out: list[tuple[int, int, str, np.ndarray]] = []
+    for kind, diff in (("fn", gold & ~_dilate(mask, tolerance)), ("fp", fp)):
+        if not diff.any():
+            continue
+        labels, n = cc3d.connected_components(np.ascontiguousarray(diff), connectivity=26, return_N=True)
+        counts = np.bincount(labels.ravel(), minlength=n + 1)
+        for lab in np.flatnonzero(counts[1:] >= min_voxels) + 1:
+            out.append((-int(counts[lab]), 0 if kind == "fn" else 1, kind, labels == lab))
+    out.sort(key=lambda t: (t[0], t[1]))
+    return [(kind, comp) for _, _, kind, comp in out]
+
+
+def difference_writer(image_crop: np.ndarray, mask_crop: np.ndarray, gold_crop: np.ndarray,
+                      tolerance: int = 1, min_voxels: int = 10, fp_tolerance: int = 3,
+                      long_gap: float = DEFAULT_LONG_GAP) -> Instruction | None:
+    """Default stage-2 instruction writer: the largest error against gold (see :func:`error_components`),
+    named through the grammar.
+
+    Missing gold (FN) -> connect/repair, extra foreground (FP) -> remove, placed and chosen exactly as
+    the stage-1 defects are (:func:`~neurorefiner.defects.describe.describe_change`). Deterministic;
+    the image is not used (a VLM writer would look at it). None when no error is large enough.
+    """
+    errors = error_components(mask_crop, gold_crop, tolerance, min_voxels, fp_tolerance)
+    if not errors:
+        return None
+    kind, comp = errors[0]
+    return describe_change(comp, kind, long_gap)
+
+
+# bump when the default writer's output changes: the id is part of the mined-set cache key
+difference_writer.writer_id = "neurorefiner.data.stage2.difference_writer@2"  # type: ignore[attr-defined]
+
+
+def writer_id(writer: Callable) -> str:
+    """A stable name for a writer (part of the cache key): ``writer_id`` attribute, or the function's
+    dotted name with the keywords of a ``functools.partial``."""
+    explicit = getattr(writer, "writer_id", None)
+    if isinstance(explicit, str):
+        return explicit
+    if isinstance(writer, functools.partial):
+        kw = ",".join(f"{k}={writer.keywords[k]!r}" for k in sorted(writer.keywords))
+        return f"{writer_id(writer.func)}({kw})"
+    mod = getattr(writer, "__module__", "?")
+    name = getattr(writer, "__qualname__", type(writer).__qualname__)
+    return f"{mod}.{name}"
+
+
+def resolve_writer(writer: InstructionWriter | str | None) -> InstructionWriter:
+    """A callable, a dotted path ``package.module.function`` (or ``module:function``), or None (default)."""
+    if writer is None:
+        return difference_writer
+    if isinstance(writer, str):
+        import importlib
+
+        mod, _, name = writer.replace(":", ".").rpartition(".")
+        try:
+            return getattr(importlib.import_module(mod), name)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise ValueError(f"cannot import instruction writer {writer!r}: {exc}") from exc
+    if not callable(writer):
+        raise ValueError(f"instruction writer must be callable, got {type(writer).__name__}")
+    return writer
+
+
+# ---------------------------------------------------------------------------------------------- mining
+@dataclass
+class MinedCrop:
+    """One mined crop: where it is, how wrong the mask is there, and the instruction written for it."""
+
+    dataset: str
+    segmenter: str
+    case: str
+    start: tuple[int, int, int]  # z, y, x of the crop's first voxel (may be < 0 or overrun: zero-padded)
+    f1: float
+    betti_mask: int
+    betti_gold: int
+    instruction: str
+
+
+@dataclass
+class MiningSettings:
+    crop_size: Triple = (32, 64, 64)
+    stride: Triple | None = None  # None = crop_size (tiles without overlap)
+    max_f1: float = 0.9  # keep crops whose tolerant F1 is below this ...
+    min_betti_diff: int = 1  # ... or whose component count differs from gold's by at least this
+    tolerance: int = 1  # voxels, for the F1
+    min_foreground: int = 30  # gold or mask voxels in the crop; emptier crops are skipped
+    max_crops: int | None = None  # keep the worst (lowest F1) this many
+
+
+def _windows(shape: Sequence[int], size: Triple, stride: Triple) -> list[tuple[int, int, int]]:
+    """Crop starts tiling the volume (the last window of an axis is moved back to end at the border)."""
+    axes = []
+    for n, s, st in zip(shape, size, stride, strict=True):
+        if n <= s:
+            axes.append([(n - s) // 2])
+            continue
+        starts = list(range(0, n - s + 1, st))
+        if starts[-1] != n - s:
+            starts.append(n - s)
+        axes.append(starts)
+    return [(z, y, x) for z in axes[0] for y in axes[1] for x in axes[2]]
+
+
+def mine_volume(image: np.ndarray, mask: np.ndarray, gold: np.ndarray, settings: MiningSettings,
+                writer: InstructionWriter, names: tuple[str, str, str] = ("", "", "")) -> list[MinedCrop]:
+    """The crops of one (image, mask, gold) triple with significant errors, each with its instruction."""
+    size = settings.crop_size
+    stride = settings.stride or size
+    out: list[MinedCrop] = []
+    for start in _windows(mask.shape, size, stride):
+        m, g = crop_padded(mask, start, size), crop_padded(gold, start, size)
+        if max(int(m.sum()), int(g.sum())) < settings.min_foreground:
+            continue
+        f1 = tolerant_f1(m, g, settings.tolerance)
+        bm, bg = betti0(m), betti0(g)
+        if f1 >= settings.max_f1 and abs(bm - bg) < settings.min_betti_diff:
+            continue
+        written = writer(crop_padded(image, start, size), m, g)
+        if written is None:
+            continue
+        try:
+            instruction = parse_instruction(written)
+        except InstructionParseError as exc:
+            log.warning("instruction writer gave unreadable text for %s %s: %s", names, start, exc.problem)
+            continue
+        out.append(MinedCrop(names[0], names[1], names[2], tuple(int(s) for s in start), f1, bm, bg,
+                             instruction.format()))
+    return out
+
+
+def init_mask_path(root: Path, dataset: str, segmenter: str, case: str) -> Path:
+    return Path(root) / dataset / segmenter / f"{case}.tif"
+
+
+# ---------------------------------------------------------------------------------------------- module
+@dataclass
+class _Source:
+    dataset: str
+    segmenter: str
+    case: object  # data.Case
+    mask_path: Path
+
+
+class _Volumes:
+    """Image, gold and mask arrays by (dataset, segmenter, case), loaded once."""
+
+    def __init__(self) -> None:
+        self.images: dict[tuple[str, str], np.ndarray] = {}
+        self.golds: dict[tuple[str, str], np.ndarray] = {}
+        self.masks: dict[tuple[str, str, str], np.ndarray] = {}
+
+    def load(self, src: _Source) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        key = (src.dataset, src.case.name)  # type: ignore[attr-defined]
+        if key not in self.images:
+            image = src.case.image().normalized()  # type: ignore[attr-defined]
+            self.images[key] = image
+            self.golds[key] = np.asarray(src.case.label(image.shape)) > 0  # type: ignore[attr-defined]
+        mkey = (src.dataset, src.segmenter, src.case.name)  # type: ignore[attr-defined]
+        if mkey not in self.masks:
+            mask = read_mask(src.mask_path).load()
+            if mask.shape != self.images[key].shape:
+                raise InputError(f"mask shape {mask.shape} differs from image shape {self.images[key].shape}",
+                                 src.mask_path)
+            self.masks[mkey] = np.asarray(mask, dtype=bool)
+        return self.images[key], self.masks[mkey], self.golds[key]
+
+
+class MinedCropDataset(Dataset):
+    """Mined crops as batch items; ``augment`` mirrors the crop along random axes and mirrors the
+    instruction's positions with it (left <-> right etc.), so the words still name the right place."""
+
+    def __init__(self, crops: Sequence[MinedCrop], volumes: _Volumes, sources: Mapping, size: Triple,
+                 length: int | None = None, augment: bool = False, target: str = "gold"):
+        self.crops = list(crops)
+        self.volumes = volumes
+        self.sources = sources
+        self.size = size
+        self.length = len(self.crops) if length is None else int(length)
+        self.augment = augment
+        self.target = target
+
+    def __len__(self) -> int:
+        return self.length
+
+    def sample(self, index: int, rng: np.random.Generator | None = None) -> dict:
+        c = self.crops[index % len(self.crops)]
+        image, mask, gold = self.volumes.load(self.sources[(c.dataset, c.segmenter, c.case)])
+        img, m, g = (crop_padded(a, c.start, self.size) for a in (image, mask, gold))
+        instruction = parse_instruction(c.instruction)
+        if rng is not None:
+            axes = [a for a in range(3) if rng.random() < 0.5]
+            if axes:
+                img, m, g = (np.flip(a, axis=axes) for a in (img, m, g))
+                instruction = instruction.flipped(axes)
+        region = instruction.region(self.size)
+        target = g if self.target == "gold" else np.where(region, g, m)
+        return {"image": img, "mask": m, "target": target, "region": region,
+                "instruction": instruction.format(), "instruction_obj": instruction}
+
+    def __getitem__(self, index: int) -> dict:
+        if self.augment:
+            rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, (1,)).item()))
+            index = int(rng.integers(len(self.crops)))
+            return to_item(self.sample(index, rng))
+        return to_item(self.sample(index))
+
+
+class Stage2MinedDataModule(L.LightningDataModule):
+    """Stage 2: crops of baseline segmenters' masks with significant errors, instructions from a writer.
+
+    ``dataset``: registry name, dataset object or list; ``segmenters``: names of the folders under
+    ``init_masks/<dataset>/`` (None = all found); ``split``: where to mine (default ``train``, or
+    ``dev`` for DIADEM; test splits are refused). Validation = the crops of the last ``val_cases``
+    case(s) when there are more cases than that, else every ``1/val_fraction``-th crop; at most
+    ``val_samples`` of them (evenly spaced); fixed.
+    ``writer``: the instruction writer (callable, dotted path, or None for :func:`difference_writer`).
+    ``target``: ``gold`` (the paper: the gold crop) or ``local`` (gold inside the instruction's region,
+    the input mask elsewhere: teaches to edit only where told).
+    """
+
+    def __init__(self, dataset="tiny", segmenters: Sequence[str] | None = None,  # type: ignore[no-untyped-def]
+                 crop_size: Sequence[int] = (32, 64, 64), stride: Sequence[int] | None = None,
+                 batch_size: int = 2, num_workers: int = 0, samples_per_epoch: int = 256, seed: int = 0,
+                 split: str | None = None, val_cases: int = 1, val_fraction: float = 0.1,
+                 val_samples: int | None = 64,
+                 max_f1: float = 0.9, min_betti_diff: int = 1, tolerance: int = 1, min_foreground: int = 30,
+                 max_crops: int | None = None, writer: InstructionWriter | str | None = None,
+                 target: str = "gold", augment: bool = True, init_masks_root: str | Path | None = None,
+                 cache_root: str | Path | None = None, progress: bool = True):
+        super().__init__()
+        if batch_size < 1 or samples_per_epoch < 1 or num_workers < 0:
+            raise ValueError("batch_size and samples_per_epoch must be >= 1, num_workers >= 0")
+        if target not in ("gold", "local"):
+            raise ValueError(f"target must be 'gold' or 'local', got {target!r}")
+        if not 0.0 < val_fraction < 1.0:
+            raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+        self.dataset = dataset
+        self.segmenters = list(segmenters) if segmenters is not None else None
+        size = _triple(crop_size, "crop_size")
+        self.settings = MiningSettings(size, _triple(stride, "stride") if stride is not None else None,
+                                       float(max_f1), int(min_betti_diff), int(tolerance), int(min_foreground),
+                                       None if max_crops is None else int(max_crops))
+        self.batch_size, self.num_workers = int(batch_size), int(num_workers)
+        self.samples_per_epoch, self.seed = int(samples_per_epoch), int(seed)
+        self.split, self.val_cases, self.val_fraction = split, int(val_cases), float(val_fraction)
+        self.val_samples = None if val_samples is None else int(val_samples)
+        self.writer = resolve_writer(writer)
+        self.target, self.augment, self.progress = target, bool(augment), bool(progress)
+        self.init_masks_root = Path(init_masks_root) if init_masks_root else cache_dir() / "init_masks"
+        self.cache_root = Path(cache_root) if cache_root else cache_dir() / "stage2_mined"
+        self.volumes = _Volumes()
+        self.sources: dict[tuple[str, str, str], _Source] = {}
+        self.crops: list[MinedCrop] = []
+        self.train_crops: list[MinedCrop] = []
+        self.val_crops: list[MinedCrop] = []
+        self.manifest_path: Path | None = None
+        self._val_items: list[dict] | None = None
+
+    # -------------------------------------------------------------- sources and cache
+    def find_sources(self) -> list[_Source]:
+        """Every (dataset, segmenter, case) with a mask file; a clear error when there is none."""
+        found: list[_Source] = []
+        wanted: list[Path] = []
+        for ds in resolve_datasets(self.dataset):
+            splits = tuple(getattr(ds, "splits", ()))
+            split = self.split or ("train" if "train" in splits else "dev")
+            if split == "test":
+                raise ValueError("mining the test split is not allowed (stage 2 trains on what it mines)")
+            root = self.init_masks_root / ds.name
+            segs = self.segmenters
+            if segs is None:
+                segs = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+            for case in ds.cases(split):
+                check_not_held_out(case)
+                for seg in segs:
+                    path = init_mask_path(self.init_masks_root, ds.name, seg, case.name)
+                    wanted.append(path)
+                    if path.exists():
+                        found.append(_Source(ds.name, seg, case, path))
+        if not found:
+            where = wanted[0].parent if wanted else self.init_masks_root
+            raise InputError("no initial masks to mine for stage 2; make masks of the training split first "
+                             "with `python -m neurorefiner.models.init_masks dataset=<name> segmenter=<name>` "
+                             "(they go to init_masks/<dataset>/<segmenter>/<case>.tif)", where)
+        return found
+
+    def cache_key(self, sources: Sequence[_Source]) -> str:
+        files = []
+        for s in sources:
+            st = s.mask_path.stat()
+            files.append([s.dataset, s.segmenter, s.case.name, st.st_size, st.st_mtime_ns])  # type: ignore[attr-defined]
+        blob = json.dumps({"version": MANIFEST_VERSION, "settings": asdict(self.settings),
+                           "writer": writer_id(self.writer), "files": files}, sort_keys=True, default=list)
+        return hashlib.sha1(blob.encode()).hexdigest()[:16]
+
+    def mine(self) -> list[MinedCrop]:
+        """Mine (or read back from the cache) the crops of every source."""
+        sources = self.find_sources()
+        self.sources = {(s.dataset, s.segmenter, s.case.name): s for s in sources}  # type: ignore[attr-defined]
+        key = self.cache_key(sources)
+        path = self.cache_root / key / "manifest.json"
+        self.manifest_path = path
+        if path.exists():
+            data = json.loads(path.read_text())
+            return [MinedCrop(**{**c, "start": tuple(c["start"])}) for c in data["crops"]]
+        crops: list[MinedCrop] = []
+        for s in tqdm(sources, desc="mining stage-2 crops", disable=not self.progress):
+            image, mask, gold = self.volumes.load(s)
+            crops += mine_volume(image, mask, gold, self.settings, self.writer,
+                                 (s.dataset, s.segmenter, s.case.name))  # type: ignore[attr-defined]
+        if self.settings.max_crops is not None and len(crops) > self.settings.max_crops:
+            crops = sorted(crops, key=lambda c: c.f1)[: self.settings.max_crops]
+        manifest = {"version": MANIFEST_VERSION, "key": key, "settings": asdict(self.settings),
+                    "writer": writer_id(self.writer),
+                    "sources": [{"dataset": s.dataset, "segmenter": s.segmenter, "case": s.case.name,  # type: ignore[attr-defined]
+                                 "mask": str(s.mask_path)} for s in sources],
+                    "n_crops": len(crops), "crops": [asdict(c) for c in crops]}
+        with atomic_path(path) as tmp:
+            Path(tmp).write_text(json.dumps(manifest, indent=1))
+        return crops
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.crops:
+            return
+        self.crops = self.mine()
+        for s in self.sources.values():  # load everything now: workers then share it
+            self.volumes.load(s)
+        if not self.crops:
+            raise InputError(f"no crop with significant errors was found (max_f1={self.settings.max_f1}, "
+                             f"min_betti_diff={self.settings.min_betti_diff}); loosen the thresholds",
+                             self.manifest_path)
+        cases = sorted({(c.dataset, c.case) for c in self.crops})
+        if len(cases) > self.val_cases >= 1:
+            held = set(cases[-self.val_cases:])
+            self.val_crops = [c for c in self.crops if (c.dataset, c.case) in held]
+            self.train_crops = [c for c in self.crops if (c.dataset, c.case) not in held]
+        else:
+            step = max(2, int(round(1.0 / self.val_fraction)))
+            self.val_crops = self.crops[step - 1::step]
+            self.train_crops = [c for i, c in enumerate(self.crops) if (i + 1) % step] or self.val_crops
+        if self.val_samples is not None and len(self.val_crops) > self.val_samples:  # evenly spaced, fixed
+            keep = np.linspace(0, len(self.val_crops) - 1, self.val_samples).round().astype(int)
+            self.val_crops = [self.val_crops[i] for i in np.unique(keep)]
+
+    # -------------------------------------------------------------- loaders
+    def _dataset(self, crops: Sequence[MinedCrop], length: int | None, augment: bool) -> MinedCropDataset:
+        return MinedCropDataset(crops, self.volumes, self.sources, self.settings.crop_size, length, augment,
+                                self.target)
+
+    def val_items(self) -> list[dict]:
+        if self._val_items is None:
+            self.setup()
+            ds = self._dataset(self.val_crops, None, augment=False)
+            self._val_items = [ds[i] for i in range(len(ds))]
+        return self._val_items
+
+    def train_dataloader(self) -> DataLoader:
+        self.setup()
+        ds = self._dataset(self.train_crops, self.samples_per_epoch, augment=self.augment)
+        if not self.augment:  # plain pass over the crops, shuffled
+            ds = self._dataset(self.train_crops, None, augment=False)
+        return DataLoader(ds, batch_size=self.batch_size, shuffle=not self.augment,
+                          num_workers=self.num_workers, worker_init_fn=_worker_init if self.num_workers else None,
+                          persistent_workers=self.num_workers > 0,
+                          generator=torch.Generator().manual_seed(self.seed))
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(ListDataset(self.val_items()), batch_size=self.batch_size, shuffle=False)
