@@ -1,0 +1,51 @@
+"""Full-size synthetic presets (slow): speed, label == rasterised gold, measured weak stretches and
+distractors at the real field size; the realism report runs end to end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neurorefiner.synth import render
+from neurorefiner.synth.measure import distractor_stats, snr_along_tree, weak_runs
+from neurorefiner.synth.presets import PRESETS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["synthetic_cwmbs_weak", "synthetic_cwmbs_noise", "synthetic_bigneuron"])
+def test_full_size_preset(name: str) -> None:
+    """The 256^3 presets at full size (ZBFWB's 128 x 512 x 512 is in ``make bench``, not CI)."""
+    assert name in PRESETS
+    render("tiny", 0)  # warm-up: numba kernels load from their cache
+    t0 = time.perf_counter()
+    r = render(name, 1)
+    elapsed = time.perf_counter() - t0
+    n_vox = float(np.prod(r.image.shape))
+    assert elapsed < 15.0 * n_vox / 256 ** 3  # issue: 256^3 in < 5 s; 3x slack for a loaded CI machine
+    assert np.array_equal(r.label, r.gold.rasterize(r.image.shape, r.spacing))
+    prof = snr_along_tree(r.image, r.label, r.gold, r.spacing)
+    assert (weak_runs(prof, r.spacing, 2.0) >= 5).sum() >= 1
+    d = distractor_stats(r.image, r.label, prof, r.spacing)
+    assert d["bright_away_fraction"] > 0.05 and d["away_components"] >= 1
+
+
+@pytest.mark.slow
+def test_realism_report_runs(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, str(ROOT / "experiments/synthetic_realism/realism.py"), "--n", "1",
+                          "--presets", "tiny", "--diadem", "OP_2", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    for f in ("per_volume.csv", "summary.csv", "summary.md", "distributions.png", "mips.png"):
+        assert (tmp_path / f).stat().st_size > 0
+    text = (tmp_path / "summary.md").read_text()
+    assert "DIADEM (real)" in text and "| tiny |" in text
+    bad = subprocess.run([sys.executable, str(ROOT / "experiments/synthetic_realism/realism.py"), "--diadem",
+                          "OP_8", "--out", str(tmp_path / "x")], capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "dev stacks only" in bad.stderr
