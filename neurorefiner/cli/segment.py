@@ -6,11 +6,53 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, missing
+from neurorefiner.cli.common import friendly_errors
 
 
 @friendly_errors
-def segment(image: Path = typer.Argument(..., help="image stack"),
-            model: Path = typer.Option(..., "--model", help="segmenter checkpoint"),
-            out: Path = typer.Option(..., "--out", help="output mask .tif")) -> None:
-    missing("baseline segmenters and sliding-window inference (neurorefiner.models.segmenters)", "issue 5")
+def segment(image: Path = typer.Argument(..., help="image stack (.tif, .v3draw, .zarr, .npy)"),
+            model: Path = typer.Option(..., "--model", help="segmenter checkpoint (.pt export or Lightning .ckpt)"),
+            out: Path = typer.Option(..., "--out", help="output mask .tif (uint8 0/255)"),
+            prob: Path | None = typer.Option(None, "--prob", help="also write the probability map (.tif, float32)"),
+            threshold: float = typer.Option(0.5, help="foreground probability threshold"),
+            overlap: float = typer.Option(0.25, help="sliding-window overlap (fraction of the patch)"),
+            blend: str = typer.Option("gaussian", help="window blending: gaussian | constant"),
+            patch: str | None = typer.Option(None, help="window z,y,x (default: the training patch)"),
+            arch: str | None = typer.Option(None, help="refuse a checkpoint of another architecture"),
+            device: str = typer.Option("cpu", help="cpu | cuda"),
+            sw_batch: int = typer.Option(4, "--sw-batch", help="windows per forward pass"),
+            channel: int = typer.Option(0, help="channel of a multi-channel stack"),
+            threads: int = typer.Option(0, help="torch CPU threads (0: torch's default; 1 on shared cores)")) -> None:
+    """Write a binary mask (and optionally the foreground probability) of IMAGE."""
+    from neurorefiner.errors import InputError
+    from neurorefiner.io import read_volume, write_volume
+    from neurorefiner.models.inference import load_segmenter, segment_array
+
+    if not 0.0 < threshold < 1.0:
+        raise InputError(f"--threshold must be in (0, 1), got {threshold}")
+    if not 0.0 <= overlap < 1.0:
+        raise InputError(f"--overlap must be in [0, 1), got {overlap}")
+    if blend not in ("gaussian", "constant"):
+        raise InputError(f"--blend must be gaussian or constant, got {blend!r}")
+    patch_size = None
+    if patch:
+        try:
+            patch_size = tuple(int(p) for p in patch.split(","))
+        except ValueError as exc:
+            raise InputError(f"--patch must be three ints z,y,x, got {patch!r}") from exc
+        if len(patch_size) != 3 or min(patch_size) < 1:
+            raise InputError(f"--patch must be three positive ints z,y,x, got {patch!r}")
+    if threads > 0:
+        import torch
+
+        torch.set_num_threads(threads)
+    segmenter = load_segmenter(model, expected_arch=arch)
+    vol = read_volume(image, channel=channel)
+    mask, probs = segment_array(segmenter, vol.load(), threshold=threshold, overlap=overlap, mode=blend,
+                                sw_batch_size=max(1, sw_batch), device=device, patch_size=patch_size,
+                                progress=True, source=str(image))
+    write_volume(out, mask, spacing=vol.spacing)
+    if prob is not None:
+        write_volume(prob, probs, spacing=vol.spacing)
+    typer.echo(f"{out}: {int(mask.sum())} foreground voxels of {mask.size} ({segmenter.arch}, "
+               f"patch {segmenter.patch_size if patch_size is None else patch_size})")

@@ -1,0 +1,51 @@
+"""Sliding-window inference speed of the CPU 3D U-Net (target: a 256^3 volume under 30 s on 2 cores).
+
+The reference is one forward pass over the same 256^3 voxels in a single piece, so the ratio is the
+overhead of windowing (overlapping windows, Gaussian blending, padding)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from bench.core import Case
+
+SHAPE = (256, 256, 256)
+INFER_PATCH = (64, 128, 128)  # inference window (the network is fully convolutional)
+OVERLAP = 0.25
+
+
+def _setup():
+    from neurorefiner.models.segmenters.unet3d import UNet3D
+
+    torch.manual_seed(0)
+    net = UNet3D(first_stride=(1, 2, 2)).eval()
+    image = np.random.default_rng(0).random(SHAPE, dtype=np.float32)
+    return net, image
+
+
+def _windowed(arg):
+    from neurorefiner.models.inference import sliding_window_probs
+
+    net, image = arg
+    return sliding_window_probs(net, image, INFER_PATCH, overlap=OVERLAP, mode="gaussian")
+
+
+def _single_pass(arg):
+    net, image = arg
+    with torch.inference_mode():
+        return torch.softmax(net(torch.from_numpy(image)[None, None]), 1)[0, 1].numpy()
+
+
+def _extra(arg, t):
+    from neurorefiner.models.inference import windows_count
+
+    n = windows_count(SHAPE, INFER_PATCH, OVERLAP)
+    return {"windows": n, "voxels_per_s": float(np.prod(SHAPE)) / t,
+            "window_voxels_over_volume": n * float(np.prod(INFER_PATCH)) / float(np.prod(SHAPE))}
+
+
+CASES = [
+    Case("segmentation/sliding_window_unet3d_cpu_256^3", _setup, _windowed, reference=_single_pass,
+         reference_name="one forward pass over the same 256^3 voxels", repeats=1, budget_s=30.0, extra=_extra),
+]

@@ -1,0 +1,129 @@
+"""Rows for the segmenter tables: per segmenter, masks -> APP2 -> reconstruction metrics on a test split,
+plus the naive floor (Otsu + dust removal + TEASAR skeleton, largest component / every component) and
+voxel figures of each mask against the gold mask (Dice, clDice, Betti-0 excess = components in the mask
+minus components in the gold mask: the fragments and noise blobs refinement has to fix).
+
+Writes <out>/<dataset>_<split>_cases.csv (one row per case and method) and <out>/<dataset>_<split>.md
+(means). Masks of learned segmenters come from neurorefiner.models.init_masks (cached under
+data/cache/init_masks/<dataset>/<segmenter>/). The test split is used for reporting only.
+
+    python experiments/segmenters/rows.py --dataset diadem --split test \
+        --segmenter unet3d=checkpoints/segmenters/unet3d_diadem_cpu.pt \
+        --segmenter nnunet_style=checkpoints/segmenters/nnunet_style_diadem_cpu.pt --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+from pathlib import Path
+
+import numpy as np
+
+from neurorefiner.data import get_dataset
+from neurorefiner.io import read_mask
+from neurorefiner.metrics import score_mask, score_trees
+from neurorefiner.metrics.voxel import betti_numbers, cldice, dice
+from neurorefiner.models.init_masks import write_init_masks
+from neurorefiner.models.segmenters.naive import otsu_mask, teasar_tree
+
+COLS = ["method", "case", "SD", "SSD", "pSSD", "PRE", "REC", "F1", "MES", "Dice", "clDice", "b0_mask", "b0_gold",
+        "b0_excess", "seconds"]
+
+
+def voxel_row(mask: np.ndarray, gold_mask: np.ndarray) -> dict[str, float]:
+    b0m, b0g = betti_numbers(mask)[0], betti_numbers(gold_mask)[0]
+    return {"Dice": dice(mask, gold_mask), "clDice": cldice(mask, gold_mask), "b0_mask": b0m, "b0_gold": b0g,
+            "b0_excess": b0m - b0g}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", default="diadem")
+    p.add_argument("--split", default="test")
+    p.add_argument("--segmenter", action="append", default=[], help="name=checkpoint (repeatable)")
+    p.add_argument("--no-naive", action="store_true")
+    p.add_argument("--dust", type=int, default=100,
+                   help="also score each segmenter's mask after the naive floor's dust removal (components "
+                        "under this many voxels; the floor's own fixed setting, not tuned); 0: skip")
+    p.add_argument("--cases", nargs="*", default=None, help="only these cases (e.g. the validation case OP_6)")
+    p.add_argument("--out", default=str(Path(__file__).resolve().parent))
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads for the segmenters")
+    a = p.parse_args()
+    import torch
+
+    torch.set_num_threads(a.threads)
+    cases = get_dataset(a.dataset).cases(a.split)
+    keep = [i for i, c in enumerate(cases) if not a.cases or c.name in a.cases]
+    synthetic = bool(cases and cases[0].info.get("synthetic"))
+    masks: dict[str, dict[str, Path]] = {}
+    for spec in a.segmenter:
+        name, _, ckpt = spec.partition("=")
+        masks[name] = dict(zip([cases[i].name for i in keep],
+                               write_init_masks(a.dataset, name, ckpt or None, a.split, only=a.cases), strict=True))
+    rows = []
+    for i in keep:
+        case = cases[i]
+        image = case.image().load()
+        gold = case.gold()
+        gold_mask = case.label(image.shape)
+        sp = case.spacing or (1.0, 1.0, 1.0)
+        if not a.no_naive:
+            t = time.perf_counter()
+            m = otsu_mask(image)
+            seg_s = time.perf_counter() - t
+            vox = voxel_row(m, gold_mask)
+            for label, largest in (("naive floor: Otsu+TEASAR, largest component", True),
+                                   ("naive floor: Otsu+TEASAR, every component", False)):
+                t = time.perf_counter()
+                tree = teasar_tree(m, sp, largest_only=largest)
+                rows.append({"method": label, "case": case.name, **score_trees(gold, tree, sp), **vox,
+                             "seconds": seg_s + time.perf_counter() - t})
+                print(rows[-1])
+            t = time.perf_counter()
+            rows.append({"method": "naive floor: Otsu -> APP2", "case": case.name,
+                         **{k: v for k, v in score_mask(gold, m, sp).items() if k in COLS}, **vox,
+                         "seconds": seg_s + time.perf_counter() - t})
+            print(rows[-1])
+        for name, paths in masks.items():
+            m = read_mask(paths[case.name]).load() > 0
+            t = time.perf_counter()
+            rows.append({"method": f"{name} -> APP2", "case": case.name,
+                         **{k: v for k, v in score_mask(gold, m, sp).items() if k in COLS},
+                         **voxel_row(m, gold_mask), "seconds": time.perf_counter() - t})
+            print(rows[-1])
+            if a.dust > 0:
+                import cc3d
+
+                t = time.perf_counter()
+                md = cc3d.dust(m, threshold=a.dust, connectivity=26, in_place=False)
+                rows.append({"method": f"{name} + dust removal ({a.dust} voxels) -> APP2", "case": case.name,
+                             **{k: v for k, v in score_mask(gold, md, sp).items() if k in COLS},
+                             **voxel_row(md, gold_mask), "seconds": time.perf_counter() - t})
+                print(rows[-1])
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"{a.dataset}_{a.split}" + (f"_{'_'.join(a.cases)}" if a.cases else "")
+    with open(out / f"{stem}_cases.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, COLS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{r[k]:.4f}" if isinstance(r.get(k), float) else r.get(k)) for k in COLS})
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    keys = ["PRE", "REC", "F1", "SD", "SSD", "MES", "Dice", "clDice", "b0_excess"]
+    names = ", ".join(cases[i].name for i in keep)
+    lines = [f"# {a.dataset} {a.split} split ({names}{', SYNTHETIC data' if synthetic else ''})", "",
+             "Means over cases; SD/SSD in voxels (V3D neuron_distance), PRE/REC/F1/MES with tau = 4 voxels; "
+             "b0_excess = connected components of the mask minus those of the gold mask.", "",
+             "| method | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
+    for mth in methods:
+        rs = [r for r in rows if r["method"] == mth]
+        vals = [float(np.mean([r[k] for r in rs])) for k in keys]
+        lines.append(f"| {mth} | " + " | ".join(f"{v:.3f}" if abs(v) < 100 else f"{v:.0f}" for v in vals) + " |")
+    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,261 @@
+"""Data for training the baseline segmenters: random crops (with foreground oversampling) of any registry
+dataset, augmented with MONAI transforms, and whole validation volumes for sliding-window validation.
+
+Labels come from ``case.label(shape)``: a label file where the dataset has one, else the gold SWC
+rasterised into the image grid (DIADEM). Volumes are loaded once and kept in memory (DIADEM dev is
+~120 MB as float32), so a single loader worker keeps up on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import lightning as L
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from neurorefiner.data.cases import Case
+from neurorefiner.errors import InputError
+
+Triple = tuple[int, int, int]
+
+
+def normalize_image(array: np.ndarray, source: str | None = None) -> np.ndarray:
+    """float32 in [0, 1] by min-max, the same for training and inference. NaN/inf -> InputError (they
+    would poison every window); a constant image -> zeros (no division by zero)."""
+    data = np.asarray(array, dtype=np.float32)
+    if not np.isfinite(data).all():
+        bad = int((~np.isfinite(data)).sum())
+        raise InputError(f"image has {bad} NaN/inf voxels; fix or mask them before segmenting", source)
+    if data.size == 0:
+        raise InputError("image is empty", source)
+    lo, hi = float(data.min()), float(data.max())
+    if hi <= lo:
+        return np.zeros_like(data)
+    return (data - lo) / (hi - lo)
+
+
+@dataclass
+class LoadedCase:
+    name: str
+    image: np.ndarray  # float32 ZYX in [0, 1]
+    label: np.ndarray  # uint8 ZYX {0, 1}
+    fg: np.ndarray  # flat indices of foreground voxels (for oversampling)
+
+
+def load_case(case: Case) -> LoadedCase:
+    vol = case.image()
+    image = normalize_image(vol.load(), str(case.image_path))
+    label = np.asarray(case.label(image.shape)).astype(np.uint8)
+    if label.shape != image.shape:
+        raise InputError(f"label shape {label.shape} differs from image shape {image.shape}",
+                         case.label_path or case.swc_path)
+    return LoadedCase(case.name, image, (label > 0).astype(np.uint8), np.flatnonzero(label))
+
+
+def _pad_to(array: np.ndarray, size: Triple) -> np.ndarray:
+    pads = [(0, max(0, s - n)) for n, s in zip(array.shape, size, strict=True)]
+    return np.pad(array, pads) if any(p[1] for p in pads) else array
+
+
+def random_crop(case: LoadedCase, patch: Triple, rng: np.random.Generator,
+                foreground: bool) -> tuple[np.ndarray, np.ndarray]:
+    """A ``patch``-sized crop; when ``foreground``, one that contains a random foreground voxel at a random
+    position inside it. Volumes smaller than the patch are zero-padded."""
+    image, label = _pad_to(case.image, patch), _pad_to(case.label, patch)
+    shape = image.shape
+    if foreground and case.fg.size:
+        centre = np.unravel_index(int(case.fg[rng.integers(case.fg.size)]), case.image.shape)
+        start = [int(np.clip(c - rng.integers(p), 0, n - p)) for c, p, n in zip(centre, patch, shape, strict=True)]
+    else:
+        start = [int(rng.integers(n - p + 1)) for p, n in zip(patch, shape, strict=True)]
+    sl = tuple(slice(s, s + p) for s, p in zip(start, patch, strict=True))
+    return image[sl], label[sl]
+
+
+def build_augmentation(patch: Triple, rotate: bool = True):  # type: ignore[no-untyped-def]
+    """Flips on every axis, in-plane 90-degree turns (square yx patches only), small in-plane rotations,
+    and intensity scale/shift/gamma/noise. z is left unrotated: confocal stacks are anisotropic."""
+    from monai import transforms as T
+
+    keys = ["image", "label"]
+    ts = [T.RandFlipd(keys, prob=0.5, spatial_axis=a) for a in (0, 1, 2)]
+    if rotate and patch[1] == patch[2]:
+        ts.append(T.RandRotate90d(keys, prob=0.5, spatial_axes=(1, 2)))
+    if rotate:
+        ts.append(T.RandRotated(keys, range_x=0.3, prob=0.2, mode=("bilinear", "nearest"),
+                                padding_mode="zeros", keep_size=True))
+    ts += [T.RandScaleIntensityd("image", factors=0.3, prob=0.5),
+           T.RandShiftIntensityd("image", offsets=0.05, prob=0.3),
+           T.RandAdjustContrastd("image", gamma=(0.7, 1.5), prob=0.3),
+           T.RandGaussianNoised("image", std=0.02, prob=0.3)]
+    return T.Compose(ts)
+
+
+def _plain(t) -> torch.Tensor:  # type: ignore[no-untyped-def]
+    t = t.as_tensor() if hasattr(t, "as_tensor") else torch.as_tensor(t)
+    return t
+
+
+class RandomPatchDataset(Dataset):
+    """``samples_per_epoch`` random crops from the loaded cases; a fraction ``fg_prob`` are centred near
+    foreground (neurites fill ~0.03 % of a DIADEM stack: uniform crops would be almost all background)."""
+
+    def __init__(self, cases: Sequence[LoadedCase], patch_size: Triple, samples_per_epoch: int = 64,
+                 fg_prob: float = 0.67, augment: bool = True):
+        if not cases:
+            raise ValueError("no training cases")
+        if not 0.0 <= fg_prob <= 1.0:
+            raise ValueError(f"fg_prob must be in [0, 1], got {fg_prob}")
+        self.cases = list(cases)
+        self.patch = tuple(int(p) for p in patch_size)
+        self.samples_per_epoch = int(samples_per_epoch)
+        self.fg_prob = fg_prob
+        sizes = np.array([c.image.size for c in self.cases], dtype=np.float64)
+        self.weights = sizes / sizes.sum()
+        self.transform = build_augmentation(self.patch) if augment else None  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        return self.samples_per_epoch
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        # a fresh seed from torch's generator: differs per epoch and per worker, reproducible under a seed
+        rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, (1,)).item()))
+        case = self.cases[int(rng.choice(len(self.cases), p=self.weights))]
+        image, label = random_crop(case, self.patch, rng, rng.random() < self.fg_prob)  # type: ignore[arg-type]
+        item = {"image": torch.from_numpy(np.ascontiguousarray(image))[None],
+                "label": torch.from_numpy(np.ascontiguousarray(label).astype(np.float32))[None]}
+        if self.transform is not None:
+            self.transform.set_random_state(seed=int(rng.integers(2**31 - 1)))
+            item = self.transform(item)
+        # plain tensors: MONAI's MetaTensor would track metadata through every op of the training step
+        image_t = _plain(item["image"]).float().clamp_(0.0, 1.0)
+        label_t = (_plain(item["label"]) > 0.5).long()
+        return {"image": image_t.contiguous(), "label": label_t.contiguous()}
+
+
+def centre_crop_on_label(case: LoadedCase, size: Sequence[int] | None) -> LoadedCase:
+    """The ``size`` sub-volume centred on the label's bounding box (whole volume when it fits), so that
+    validation by sliding window stays within seconds on a CPU and still sees the neurites."""
+    if size is None or all(n <= s for n, s in zip(case.image.shape, size, strict=True)):
+        return case
+    if case.fg.size:
+        idx = np.unravel_index(case.fg, case.image.shape)
+        centre = [(int(i.min()) + int(i.max())) // 2 for i in idx]
+    else:
+        centre = [n // 2 for n in case.image.shape]
+    sl = []
+    for c, s, n in zip(centre, size, case.image.shape, strict=True):
+        s = min(int(s), n)
+        lo = int(np.clip(c - s // 2, 0, n - s))
+        sl.append(slice(lo, lo + s))
+    sl_t = tuple(sl)
+    label = case.label[sl_t]
+    return LoadedCase(case.name, case.image[sl_t], label, np.flatnonzero(label))
+
+
+class VolumeDataset(Dataset):
+    """Whole (or centre-cropped) volumes for sliding-window validation, one per item."""
+
+    def __init__(self, cases: Sequence[LoadedCase], max_size: Sequence[int] | None = None):
+        self.cases = [centre_crop_on_label(c, max_size) for c in cases]
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    def __getitem__(self, index: int) -> dict:
+        c = self.cases[index]
+        return {"image": torch.from_numpy(np.ascontiguousarray(c.image))[None],
+                "label": torch.from_numpy(c.label.astype(np.int64))[None], "name": c.name}
+
+
+def _worker_init(_: int) -> None:
+    torch.set_num_threads(1)  # the trainer owns the other core
+
+
+class SegmentationDataModule(L.LightningDataModule):
+    """Crops for training, whole volumes for validation, from any dataset of the registry.
+
+    Args:
+        dataset: an object with ``cases(split)`` (``get_dataset(name)`` or a Hydra-built dataset).
+        train_split: split to train on; None picks ``train`` if the dataset has one (synthetic presets),
+            else ``dev`` (DIADEM). Never a test split.
+        val_split: a separate validation split; None picks ``val`` where the dataset has one. Otherwise
+            ``val_cases`` (names) or the last ``n_val`` cases of the training split are held out for
+            validation and checkpoint selection.
+        val_max_size: validation volumes larger than this are centre-cropped on their label (CPU time).
+        patch_size: training crop (z, y, x).
+        batch_size, samples_per_epoch, fg_prob, augment: crop sampling.
+        num_workers: loader workers; 1 suits 2 cores (the training step uses the other).
+        max_train_cases: use only the first N training cases (tests, smoke runs).
+    """
+
+    def __init__(self, dataset, train_split: str | None = None, val_split: str | None = None,  # type: ignore[no-untyped-def]
+                 val_cases: Sequence[str] | None = None, n_val: int = 1,
+                 val_max_size: Sequence[int] | None = (64, 256, 256),
+                 patch_size: Sequence[int] = (32, 96, 96), batch_size: int = 2, samples_per_epoch: int = 64,
+                 fg_prob: float = 0.67, augment: bool = True, num_workers: int = 1,
+                 max_train_cases: int | None = None):
+        super().__init__()
+        if train_split == "test":
+            raise InputError("refusing to train on a test split (held out for reporting only)")
+        if len(tuple(patch_size)) != 3 or min(patch_size) < 1:
+            raise ValueError(f"patch_size must be three positive ints, got {patch_size!r}")
+        self.dataset = dataset
+        splits = tuple(getattr(dataset, "splits", ()))
+        if train_split is None:
+            train_split = "train" if "train" in splits else "dev"
+        if val_split is None and "val" in splits and not val_cases:
+            val_split = "val"
+        self.train_split, self.val_split = train_split, val_split
+        self.val_max_size = tuple(val_max_size) if val_max_size else None
+        self.val_names = list(val_cases) if val_cases else None
+        self.n_val = int(n_val)
+        self.patch_size = tuple(int(p) for p in patch_size)
+        self.batch_size, self.samples_per_epoch = int(batch_size), int(samples_per_epoch)
+        self.fg_prob, self.augment = fg_prob, augment
+        self.num_workers = int(num_workers)
+        self.max_train_cases = max_train_cases
+        self.train_cases: list[LoadedCase] = []
+        self.val_cases: list[LoadedCase] = []
+
+    def split_cases(self) -> tuple[list[Case], list[Case]]:
+        """(train, validation) cases; validation never overlaps training and never comes from 'test'."""
+        train = list(self.dataset.cases(self.train_split))
+        if self.val_split is not None:
+            if self.val_split == "test":
+                raise InputError("validation picks checkpoints: it may not use the test split")
+            val = list(self.dataset.cases(self.val_split))
+        elif self.val_names:
+            unknown = set(self.val_names) - {c.name for c in train}
+            if unknown:
+                raise InputError(f"val_cases {sorted(unknown)} are not in split {self.train_split!r}")
+            val = [c for c in train if c.name in self.val_names]
+            train = [c for c in train if c.name not in self.val_names]
+        else:
+            n_val = min(self.n_val, len(train) - 1)
+            val, train = (train[len(train) - n_val:], train[: len(train) - n_val]) if n_val > 0 else ([], train)
+        if self.max_train_cases:
+            train = train[: self.max_train_cases]
+        if not train:
+            raise InputError(f"split {self.train_split!r} leaves no training cases")
+        return train, val
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train_cases:
+            return
+        train, val = self.split_cases()
+        self.train_cases = [load_case(c) for c in train]
+        self.val_cases = [load_case(c) for c in val]
+
+    def train_dataloader(self) -> DataLoader:
+        ds = RandomPatchDataset(self.train_cases, self.patch_size, self.samples_per_epoch, self.fg_prob,
+                                self.augment)  # type: ignore[arg-type]
+        return DataLoader(ds, batch_size=self.batch_size, num_workers=self.num_workers,
+                          persistent_workers=self.num_workers > 0, worker_init_fn=_worker_init,
+                          drop_last=False)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(VolumeDataset(self.val_cases, self.val_max_size), batch_size=1, num_workers=0)

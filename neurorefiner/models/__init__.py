@@ -1,0 +1,1 @@
+"""Networks (TopoRefineNet, baseline segmenters) and their LightningModules."""

@@ -1,0 +1,137 @@
+"""The initial masks M_init that refinement starts from: one segmenter's masks for every case of a split,
+cached as ``data/cache/init_masks/<dataset>/<segmenter>/<case>.tif`` with a ``manifest.json``.
+
+``python -m neurorefiner.models.init_masks --dataset diadem --segmenter unet3d``
+uses the shipped checkpoint ``checkpoints/segmenters/<segmenter>_<dataset>_cpu.pt`` when ``--model`` is
+not given (``otsu`` needs none: the naive floor). Finished cases are skipped, so an interrupted run
+resumes; a different checkpoint (by hash) recomputes everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from neurorefiner.errors import InputError
+from neurorefiner.io.atomic import atomic_path
+from neurorefiner.paths import cache_dir, project_root
+
+NAIVE = "otsu"
+
+
+def shipped_checkpoint(segmenter: str, dataset: str) -> Path:
+    """Where the repository ships a segmenter trained on a dataset's dev/train split."""
+    return project_root() / "checkpoints" / "segmenters" / f"{segmenter}_{dataset}_cpu.pt"
+
+
+def mask_dir(dataset: str, segmenter: str, root: str | Path | None = None) -> Path:
+    return Path(root) if root else cache_dir() / "init_masks" / dataset / segmenter
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path | None = None,
+                     split: str = "test", out_dir: str | Path | None = None, overwrite: bool = False,
+                     dataset_kwargs: dict[str, Any] | None = None, overlap: float = 0.25,
+                     threshold: float = 0.5, device: str = "cpu", progress: bool = True,
+                     only: Sequence[str] | None = None) -> list[Path]:
+    """Write (or reuse) M_init for every case of ``dataset``/``split`` (or the cases named in ``only``);
+    returns the mask paths in case order."""
+    from tqdm import tqdm
+
+    from neurorefiner.data import get_dataset
+    from neurorefiner.io import write_volume
+
+    ds = get_dataset(dataset, **(dataset_kwargs or {}))
+    cases = [c for c in ds.cases(split) if not only or c.name in only]
+    out = mask_dir(dataset, segmenter, out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if segmenter == NAIVE:
+        ckpt, digest, seg = None, "none", None
+    else:
+        ckpt = Path(model) if model else shipped_checkpoint(segmenter, dataset)
+        if not ckpt.exists():
+            raise InputError(f"no checkpoint for {segmenter!r} on {dataset!r}; train one with "
+                             f"`python train.py task=segment model={segmenter} dataset={dataset}` and pass "
+                             "--model <ckpt_dir>/segmenter.pt", ckpt)
+        from neurorefiner.models.inference import load_segmenter
+
+        digest = _sha256(ckpt)
+        seg = load_segmenter(ckpt, expected_arch=segmenter)
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    if manifest.get("checkpoint_sha256") != digest:
+        manifest = {}
+    done = {} if overwrite else dict(manifest.get("cases", {}))
+    header = {"dataset": dataset, "segmenter": segmenter, "split": split,
+              "checkpoint": None if ckpt is None else str(ckpt), "checkpoint_sha256": digest,
+              "threshold": threshold, "overlap": overlap,
+              "synthetic": bool(cases and cases[0].info.get("synthetic"))}
+    paths = []
+    for case in tqdm(cases, desc=f"M_init {dataset}/{segmenter}", unit="vol", disable=not progress):
+        path = out / f"{case.name}.tif"
+        paths.append(path)
+        if case.name in done and path.exists():
+            continue
+        vol = case.image()
+        start = time.perf_counter()
+        if seg is None:
+            from neurorefiner.models.segmenters.naive import otsu_mask
+
+            mask = otsu_mask(vol.load())
+        else:
+            from neurorefiner.models.inference import segment_array
+
+            mask, _ = segment_array(seg, vol.load(), threshold=threshold, overlap=overlap, device=device,
+                                    source=str(case.image_path))
+        write_volume(path, mask, spacing=vol.spacing)
+        done[case.name] = {"file": path.name, "split": case.split, "seconds": round(time.perf_counter() - start, 2),
+                           "foreground": int(mask.sum()), "shape": list(mask.shape)}
+        with atomic_path(manifest_path) as tmp:
+            tmp.write_text(json.dumps(dict(header, cases=done), indent=1))
+    with atomic_path(manifest_path) as tmp:
+        tmp.write_text(json.dumps(dict(header, cases=done), indent=1))
+    return paths
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: write M_init for one dataset/segmenter/split."""
+    p = argparse.ArgumentParser(prog="python -m neurorefiner.models.init_masks", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", required=True, help="registry name: diadem, tiny, synthetic_cwmbs_weak, ...")
+    p.add_argument("--segmenter", default="unet3d", help="unet3d | nnunet_style | ... | otsu (naive floor)")
+    p.add_argument("--model", default=None, help="checkpoint (default: the shipped CPU checkpoint)")
+    p.add_argument("--split", default="test")
+    p.add_argument("--out", default=None, help="folder (default data/cache/init_masks/<dataset>/<segmenter>)")
+    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--overlap", type=float, default=0.25)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default; 1 on shared cores)")
+    a = p.parse_args(argv)
+    if a.threads > 0:
+        import torch
+
+        torch.set_num_threads(a.threads)
+    try:
+        paths = write_init_masks(a.dataset, a.segmenter, a.model, a.split, a.out, a.overwrite,
+                                 overlap=a.overlap, device=a.device)
+    except InputError as exc:
+        print(f"error: {exc}")
+        return 2
+    print(f"{len(paths)} masks in {paths[0].parent if paths else a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,213 @@
+"""TopoRefineModule: trains TopoRefineNet (cross-entropy + Dice, AdamW) and measures what matters for
+an editing tool: Dice to the target, Betti-0 error of the block, and instruction adherence.
+
+Instruction adherence is the share of the voxels the model changed (prediction vs input mask) that lie
+inside the region the instruction names; an editor that obeys "repair break at top-right-front" should
+change voxels there and nowhere else.
+
+Instruction swapping (``swap_instruction_prob``): a model trained only on (defect, correct instruction)
+pairs can ignore the text, because the defect is visible in the image. So a share of each training
+batch is re-paired with another sample's instruction and region, and the target becomes the edit *that*
+instruction asks for: an add-operation (connect / repair) may only add gold voxels inside its region, a
+remove-operation may only delete non-gold voxels inside its region, everything else stays as the input
+mask. The operation of the borrowed instruction is read from its own sample (did its target add or
+remove voxels?), so this module needs no grammar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import lightning as L
+import numpy as np
+import torch
+import torch.nn.functional as F
+from monai.losses import DiceCELoss
+
+from neurorefiner.models.text_encoders import TextEncoder
+
+
+def dice_per_sample(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Dice of boolean (B, 1, ...) tensors per sample; 1 where both are empty."""
+    p, t = pred.flatten(1).float(), target.flatten(1).float()
+    inter, total = (p * t).sum(1), p.sum(1) + t.sum(1)
+    return torch.where(total > 0, 2 * inter / total.clamp(min=1), torch.ones_like(total))
+
+
+def betti0(mask: np.ndarray) -> int:
+    """Number of 26-connected foreground components (Betti-0) of a boolean volume."""
+    import cc3d
+
+    mask = np.ascontiguousarray(mask, dtype=np.uint8)
+    if mask.ndim == 2:
+        mask = mask[None]
+    return int(cc3d.connected_components(mask, connectivity=26, return_N=True)[1])
+
+
+def adherence_per_sample(pred: torch.Tensor, mask: torch.Tensor, region: torch.Tensor) -> tuple[torch.Tensor,
+                                                                                            torch.Tensor]:
+    """(share of changed voxels inside ``region``, number of changed voxels) per sample; the share is NaN
+    where nothing changed."""
+    changed = (pred.bool() ^ mask.bool()).flatten(1)
+    n = changed.sum(1).float()
+    inside = (changed & region.bool().flatten(1)).sum(1).float()
+    share = torch.where(n > 0, inside / n.clamp(min=1), torch.full_like(n, float("nan")))
+    return share, n
+
+
+def instructed_target(mask: torch.Tensor, gold: torch.Tensor, region: torch.Tensor, add: torch.Tensor
+                      ) -> torch.Tensor:
+    """The mask an instruction asks for: add gold voxels inside ``region`` (``add`` True) or remove
+    non-gold voxels inside ``region`` (``add`` False); untouched elsewhere. Tensors (B, 1, ...); ``add``
+    (B,) bool."""
+    m, g, r = mask.bool(), gold.bool(), region.bool()
+    added = m | (g & r)
+    removed = m & (g | ~r)
+    sel = add.view(-1, *([1] * (mask.ndim - 1)))
+    return torch.where(sel, added, removed).to(mask.dtype)
+
+
+def operation_adds(mask: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """(B,) bool: does the target add more voxels to the mask than it removes (connect / repair)?"""
+    m, t = mask.bool().flatten(1), target.bool().flatten(1)
+    return (t & ~m).sum(1) >= (m & ~t).sum(1)
+
+
+class TopoRefineModule(L.LightningModule):
+    """LightningModule around a :class:`~neurorefiner.models.toporefinenet.TopoRefineNet`.
+
+    Args:
+        net: the network, ``forward(image, mask, text_embedding) -> logits`` (B, 2, ...).
+        text_encoder: frozen encoder turning instruction strings into embeddings (kept out of the
+            checkpoint; ``text_encoder_config`` records how to rebuild it).
+        optimizer: partial optimizer (``params`` still missing), AdamW by default.
+        lr: overrides the optimizer's learning rate when given (the stage config sets it).
+        ce_weight, dice_weight: weights of the two loss terms.
+        swap_instruction_prob: share of training samples re-paired with another sample's instruction.
+        edit_weight: extra cross-entropy weight of the voxels the edit must change (input mask XOR
+            target): they count ``1 + edit_weight`` times in the CE. They are a tiny share of a block, so
+            plain CE + Dice first learns to copy the mask and is slow to learn the edit itself; 0 gives the
+            paper's plain CE + Dice.
+        cosine: cosine-anneal the learning rate over ``trainer.max_steps`` when that is set.
+        net_config, text_encoder_config: the Hydra nodes of both, stored in the checkpoint so that
+            :class:`~neurorefiner.models.refiner.TopoRefiner` can rebuild the model from the file alone.
+        stage: training stage (1 or 2), recorded in the checkpoint.
+    """
+
+    def __init__(self, net: torch.nn.Module, text_encoder: TextEncoder | None = None,
+                 optimizer: Callable[..., torch.optim.Optimizer] | None = None, lr: float | None = None,
+                 ce_weight: float = 1.0, dice_weight: float = 1.0, swap_instruction_prob: float = 0.25,
+                 edit_weight: float = 0.0,
+                 cosine: bool = True, net_config: dict | None = None, text_encoder_config: dict | None = None,
+                 stage: int | None = None) -> None:
+        super().__init__()
+        if not 0.0 <= swap_instruction_prob <= 1.0:
+            raise ValueError(f"swap_instruction_prob must be in [0, 1], got {swap_instruction_prob}")
+        if ce_weight < 0 or dice_weight < 0 or ce_weight + dice_weight == 0:
+            raise ValueError("ce_weight and dice_weight must be >= 0 and not both 0")
+        if edit_weight < 0:
+            raise ValueError(f"edit_weight must be >= 0, got {edit_weight}")
+        if lr is not None and lr <= 0:
+            raise ValueError(f"lr must be > 0, got {lr}")
+        self.save_hyperparameters(ignore=["net", "text_encoder", "optimizer"])
+        self.net = net
+        self.text_encoder = text_encoder
+        self.optimizer_factory = optimizer
+        self.loss_fn = DiceCELoss(to_onehot_y=True, softmax=True, lambda_ce=ce_weight, lambda_dice=dice_weight)
+
+    def record_configs(self, net_config: dict | None, text_encoder_config: dict | None) -> None:
+        """Store the Hydra nodes of the network and text encoder in the hyperparameters (and so in every
+        checkpoint), so the model can be rebuilt from the checkpoint file alone."""
+        self.hparams["net_config"] = net_config
+        self.hparams["text_encoder_config"] = text_encoder_config
+
+    # -- helpers -------------------------------------------------------------------------------------------
+    def embed(self, instructions: list[str]) -> torch.Tensor:
+        if self.text_encoder is None:
+            raise RuntimeError("TopoRefineModule has no text_encoder; pass one to embed instructions")
+        return self.text_encoder.encode(list(instructions)).to(self.device)
+
+    def forward(self, image: torch.Tensor, mask: torch.Tensor, instructions: list[str]) -> torch.Tensor:
+        return self.net(image, mask, self.embed(instructions))
+
+    def _swap(self, batch: dict[str, Any]) -> tuple[list[str], torch.Tensor, torch.Tensor]:
+        """Instructions, targets and regions after re-pairing a random share of the batch."""
+        instr = list(batch["instruction"])
+        target, region = batch["target"], batch["region"]
+        b = len(instr)
+        p = float(self.hparams.swap_instruction_prob)
+        if b < 2 or p <= 0:
+            return instr, target, region
+        pick = torch.rand(b, device=target.device) < p
+        if not bool(pick.any()):
+            return instr, target, region
+        src = torch.roll(torch.arange(b, device=target.device), shifts=-1)
+        adds = operation_adds(batch["mask"], target)[src]
+        new_t = instructed_target(batch["mask"], target, region[src], adds)
+        sel = pick.view(-1, *([1] * (target.ndim - 1)))
+        target = torch.where(sel, new_t, target)
+        region = torch.where(sel, region[src], region)
+        instr = [instr[int(src[i])] if bool(pick[i]) else instr[i] for i in range(b)]
+        return instr, target, region
+
+    def _loss(self, logits: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        loss = self.loss_fn(logits, target.float())
+        w = float(self.hparams.edit_weight)
+        if w > 0:
+            edit = (mask.bool() ^ target.bool())[:, 0]
+            if logits.shape[1] > 1:
+                ce = F.cross_entropy(logits, target[:, 0].long(), reduction="none")
+            else:
+                ce = F.binary_cross_entropy_with_logits(logits[:, 0], target[:, 0].float(), reduction="none")
+            loss = loss + w * (ce * edit).float().mean()
+        return loss
+
+    # -- Lightning -----------------------------------------------------------------------------------------
+    def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
+        instr, target, _ = self._swap(batch)
+        logits = self(batch["image"], batch["mask"], instr)
+        loss = self._loss(logits, target, batch["mask"])
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(instr))
+        return loss
+
+    def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        metrics = self.evaluate_batch(batch)
+        bs = len(batch["instruction"])
+        for k, v in metrics.items():
+            if not np.isfinite(v):  # adherence of a batch where nothing changed: not averaged in
+                continue
+            self.log(f"val/{k}", v, prog_bar=k in ("dice", "adherence"), batch_size=bs, sync_dist=True)
+
+    @torch.no_grad()
+    def evaluate_batch(self, batch: dict[str, Any]) -> dict[str, float]:
+        """Loss, Dice, Betti-0 error, adherence (and the input mask's Dice, for scale) of one batch."""
+        logits = self(batch["image"], batch["mask"], list(batch["instruction"]))
+        target = batch["target"]
+        pred = logits.argmax(1, keepdim=True).bool() if logits.shape[1] > 1 else logits > 0
+        share, n_changed = adherence_per_sample(pred, batch["mask"], batch["region"])
+        p_np, t_np = pred.cpu().numpy(), target.bool().cpu().numpy()
+        b0 = [abs(betti0(p_np[i, 0]) - betti0(t_np[i, 0])) for i in range(len(p_np))]
+        defined = share[~torch.isnan(share)]
+        return {
+            "loss": float(self._loss(logits, target, batch["mask"])),
+            "dice": float(dice_per_sample(pred, target.bool()).mean()),
+            "dice_input": float(dice_per_sample(batch["mask"].bool(), target.bool()).mean()),
+            "betti0_error": float(np.mean(b0)),
+            "adherence": float(defined.mean()) if len(defined) else float("nan"),
+            "changed_voxels": float(n_changed.mean()),
+        }
+
+    def configure_optimizers(self):
+        factory = self.optimizer_factory
+        if factory is None:
+            opt = torch.optim.AdamW(self.net.parameters(), lr=self.hparams.lr or 1e-3, weight_decay=1e-4)
+        elif self.hparams.lr is not None:
+            opt = factory(params=self.net.parameters(), lr=self.hparams.lr)
+        else:
+            opt = factory(params=self.net.parameters())
+        max_steps = getattr(self.trainer, "max_steps", -1) if self._trainer is not None else -1
+        if self.hparams.cosine and max_steps and max_steps > 0:
+            sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max_steps, eta_min=opt.defaults["lr"] * 0.05)
+            return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+        return opt

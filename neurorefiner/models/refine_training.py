@@ -1,0 +1,125 @@
+"""``train_refiner(cfg)``: one TopoRefineNet training stage from a composed Hydra config.
+
+``python train.py +stage=1`` trains on synthetic defects (stage 1); ``+stage=2`` continues from the
+stage-1 checkpoint on defects mined from the baseline segmenters (stage 2). The stage's own settings
+(datamodule, max_steps, lr, init_from) are read from ``cfg.stages[str(cfg.stage)]``; model, text
+encoder, trainer and loggers come from their config groups. Everything is built with
+``hydra.utils.instantiate``; this function only wires the pieces and writes
+``<checkpoint_dir>/toporefinenet_stage{N}.ckpt`` (weights only, small) plus a metrics JSON beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from neurorefiner.errors import InputError
+
+
+def checkpoint_name(stage: int | str) -> str:
+    return f"toporefinenet_stage{stage}.ckpt"
+
+
+def _stage_node(cfg: DictConfig) -> tuple[str, DictConfig]:
+    if cfg.get("stage") is None:
+        raise InputError("no training stage given: run `python train.py +stage=1` (or +stage=2)")
+    stage = str(cfg.stage)
+    stages = cfg.get("stages") or {}
+    if stage not in stages:
+        raise InputError(f"unknown stage {stage!r}; the config defines stages {sorted(map(str, stages))}")
+    return stage, stages[stage]
+
+
+def load_net_weights(net: torch.nn.Module, path: str | Path) -> None:
+    """Initialise ``net`` from a TopoRefineNet checkpoint (Lightning file or our weights-only file)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("stage-1 checkpoint not found; run `python train.py +stage=1` first or set "
+                         "the stage's init_from", path=str(path))
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    state = ckpt.get("state_dict", ckpt)
+    state = {k[len("net."):]: v for k, v in state.items() if k.startswith("net.")} or state
+    try:
+        net.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        first = str(exc).splitlines()[1:3]
+        raise InputError(f"checkpoint does not fit the configured network ({'; '.join(first).strip()}); "
+                         "use the same model config as the stage that wrote it", path=str(path)) from None
+
+
+def _loggers(cfg: DictConfig) -> list[Any]:
+    from hydra.utils import instantiate
+
+    node = cfg.get("logger")
+    if not node:
+        return []
+    if "_target_" in node:
+        return [instantiate(node)]
+    return [instantiate(v) for v in node.values() if v is not None and "_target_" in v]
+
+
+def _as_float(v: Any) -> float:
+    return float(v.item()) if isinstance(v, torch.Tensor) else float(v)
+
+
+def train_refiner(cfg: DictConfig) -> dict[str, float]:
+    """Train one stage; returns the final validation metrics (``val/dice``, ``val/adherence`` ...)."""
+    import lightning as L
+    from hydra.utils import instantiate
+
+    stage, node = _stage_node(cfg)
+    L.seed_everything(int(cfg.get("seed", 0)), workers=True)
+
+    text_encoder = instantiate(cfg.text_encoder)
+    datamodule = instantiate(node.datamodule)
+    module = instantiate(
+        cfg.model,
+        text_encoder=text_encoder,
+        lr=node.get("lr", cfg.model.get("lr")),
+        stage=int(stage),
+        _convert_="partial",
+    )
+    # recorded after construction: passed through instantiate, these _target_ nodes would be built
+    module.record_configs(OmegaConf.to_container(cfg.model.net, resolve=True),
+                          OmegaConf.to_container(cfg.text_encoder, resolve=True))
+    if node.get("init_from"):
+        load_net_weights(module.net, node.init_from)
+
+    overrides: dict[str, Any] = {"logger": _loggers(cfg) or False, "enable_checkpointing": False}
+    if node.get("max_steps") is not None:
+        overrides["max_steps"] = int(node.max_steps)
+        overrides["max_epochs"] = -1
+    trainer = instantiate(cfg.trainer, **overrides)
+
+    t0 = time.time()
+    trainer.fit(module, datamodule=datamodule)
+    wall = time.time() - t0
+    results = trainer.validate(module, datamodule=datamodule, verbose=False)
+    metrics = {k: _as_float(v) for k, v in (results[0] if results else {}).items()}
+    metrics.update({"train/wall_s": wall, "train/steps": float(trainer.global_step)})
+
+    out_dir = Path(str(cfg.paths.checkpoint_dir))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ckpt = out_dir / checkpoint_name(stage)
+    if trainer.is_global_zero:
+        save_checkpoint(trainer, ckpt)
+        from neurorefiner.io.atomic import atomic_path
+
+        with atomic_path(ckpt.with_suffix(".json")) as tmp:
+            Path(tmp).write_text(json.dumps({"stage": int(stage), "checkpoint": str(ckpt), **metrics}, indent=2))
+        for f in (ckpt, ckpt.with_suffix(".json")):
+            f.chmod(0o644)  # the temp files are private; the results are not
+    return metrics
+
+
+def save_checkpoint(trainer: Any, path: Path) -> None:
+    """Weights-only Lightning checkpoint (no optimizer state: small enough to ship), written atomically."""
+    from neurorefiner.io.atomic import atomic_path
+
+    with atomic_path(path) as tmp:
+        trainer.save_checkpoint(str(tmp), weights_only=True)

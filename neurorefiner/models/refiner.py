@@ -1,0 +1,106 @@
+"""Inference API for TopoRefineNet: load a checkpoint, edit one block with one instruction.
+
+Used by the agents' loop, ``refine.py`` and ``neurorefiner edit``. A checkpoint written by
+``train_refiner`` carries the network and text-encoder configs, so ``TopoRefiner.load(path)`` needs
+nothing else. With no path it loads the shipped checkpoint ``checkpoints/toporefinenet.ckpt``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from neurorefiner import paths
+from neurorefiner.errors import InputError
+from neurorefiner.paths import project_root
+
+SHIPPED_CHECKPOINT = "checkpoints/toporefinenet.ckpt"
+
+
+def default_checkpoint() -> Path:
+    return project_root() / SHIPPED_CHECKPOINT
+
+
+class TopoRefiner:
+    """A trained TopoRefineNet plus its frozen text encoder, ready to edit numpy blocks.
+
+    Args:
+        net: the network (eval mode is set here).
+        text_encoder: object with ``encode(list[str]) -> (N, d)``.
+        device: torch device for the network.
+        threshold: foreground-probability threshold for the output mask.
+    """
+
+    def __init__(self, net: torch.nn.Module, text_encoder: Any, device: str = "cpu", threshold: float = 0.5,
+                 source: str = "") -> None:
+        if not 0.0 < threshold < 1.0:
+            raise ValueError(f"threshold must be in (0, 1), got {threshold}")
+        self.net = net.to(device).eval()
+        self.text_encoder = text_encoder
+        self.device, self.threshold, self.source = device, float(threshold), source
+
+    @classmethod
+    def load(cls, ckpt_path: str | Path | None = None, device: str = "cpu", text_encoder: Any = None,
+             cache_dir: str | Path | None = None, threshold: float = 0.5) -> TopoRefiner:
+        """Rebuild the network and text encoder recorded in ``ckpt_path`` (default: the shipped one).
+
+        ``text_encoder`` replaces the recorded one (it must have the same embedding size). The
+        embedding cache is ``cache_dir`` or, by default, ``<cache_dir()>/text_embeddings`` of this
+        checkout (never the path recorded on the machine that trained the model)."""
+        from hydra.utils import instantiate
+
+        path = Path(ckpt_path) if ckpt_path else default_checkpoint()
+        if not path.exists():
+            hint = ("the shipped checkpoint is missing from this checkout; train one with "
+                    "`python train.py +stage=1` then `+stage=2`" if ckpt_path is None else "no such checkpoint")
+            raise InputError(hint, path=str(path))
+        try:
+            ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is a user-input problem here
+            raise InputError(f"not a readable TopoRefineNet checkpoint ({exc})", path=str(path)) from exc
+        hp = ckpt.get("hyper_parameters", {}) if isinstance(ckpt, dict) else {}
+        net_cfg, te_cfg = hp.get("net_config"), hp.get("text_encoder_config")
+        if not net_cfg or "state_dict" not in ckpt:
+            raise InputError("checkpoint has no TopoRefineNet config/weights (was it written by train_refiner?)",
+                             path=str(path))
+        net = instantiate(net_cfg)
+        state = {k[len("net."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
+        net.load_state_dict(state)
+        if text_encoder is None:
+            if not te_cfg:
+                raise InputError("checkpoint records no text encoder; pass text_encoder=", path=str(path))
+            te_cfg = dict(te_cfg)
+            if "cache_dir" in te_cfg or cache_dir is not None:
+                te_cfg["cache_dir"] = str(cache_dir if cache_dir is not None else
+                                          paths.cache_dir() / "text_embeddings")
+            text_encoder = instantiate(te_cfg)
+        if int(text_encoder.dim) != int(net.text_dim):
+            raise InputError(f"text encoder gives {text_encoder.dim}-d embeddings but the network expects "
+                             f"{net.text_dim}-d", path=str(path))
+        return cls(net, text_encoder, device=device, threshold=threshold, source=str(path))
+
+    @torch.inference_mode()
+    def probabilities(self, image_block: np.ndarray, mask_block: np.ndarray, instruction: str) -> np.ndarray:
+        """Foreground probability (float32, block shape) after applying ``instruction``."""
+        image = np.asarray(image_block, dtype=np.float32)
+        mask = np.asarray(mask_block)
+        if image.shape != mask.shape:
+            raise InputError(f"image block {image.shape} and mask block {mask.shape} differ in shape")
+        if image.ndim != self.net.spatial_dims:
+            raise InputError(f"blocks must be {self.net.spatial_dims}-D (ZYX), got shape {image.shape}")
+        if image.size == 0:
+            raise InputError("empty block")
+        if not str(instruction).strip():
+            raise InputError("empty instruction")
+        emb = self.text_encoder.encode([str(instruction)]).to(self.device)
+        x = torch.from_numpy(np.ascontiguousarray(image))[None, None].to(self.device)
+        m = torch.from_numpy(np.ascontiguousarray(mask.astype(np.float32) > 0, dtype=np.float32))[None, None]
+        logits = self.net(x, m.to(self.device), emb)
+        return self.net.probabilities(logits)[0, 0].float().cpu().numpy()
+
+    def edit(self, image_block: np.ndarray, mask_block: np.ndarray, instruction: str) -> np.ndarray:
+        """The edited mask (bool, block shape). ``image_block`` is expected in [0, 1] (normalised)."""
+        return self.probabilities(image_block, mask_block, instruction) >= self.threshold

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Train TopoRefineNet on one GPU in under ~6 minutes: stage 1 (synthetic defects on DIADEM dev gold
+# masks, paper-size 128 x 128 x 64 crops), then stage 2 if its mined data (or the init masks it is mined
+# from) is present. The network is the CPU-size model of conf/model/toporefinenet.yaml, so the result
+# runs on a laptop; the GPU only buys more steps. Writes into $OUT:
+#   toporefinenet_stage1.ckpt (+ .json metrics), toporefinenet_stage2.ckpt (+ .json) if stage 2 ran,
+#   toporefinenet_gpu.md (provenance: commands, data, steps, wall time, validation figures, and the
+#   instruction-following table of experiments/toporefinenet/evaluate_instructions.py), train.log,
+#   logs.tar.gz (metrics CSVs, per-sample evaluation rows)
+#
+# Two steps.
+#   1. Here (CPU machine, once):      bash scripts/gpu_train_toporefinenet.sh --prepare
+#      copies the pure-Python packages the GPU image lacks (hydra-core, omegaconf, antlr4, monai) into
+#      .gpu_deps/site, fetches the cp312 wheel of connected-components-3d into .gpu_deps/whl, and fills
+#      the text-embedding cache with every instruction of the grammar (so no language model is needed
+#      there). .gpu_deps/ is git-ignored through .git/info/exclude.
+#   2. On the device (run tool):      command: bash scripts/gpu_train_toporefinenet.sh
+#      carry: [".gpu_deps", "data/cache/text_embeddings", "data/cache/init_masks_dev"]; timeout_s: 480
+#      (init_masks_dev = the CPU segmenters' masks of DIADEM OP_1-OP_6, made by
+#      experiments/toporefinenet/ship_cpu_checkpoint.sh's init_masks commands; without it stage 2 is skipped)
+# Knobs (environment): STEPS1 (default 2500), STEPS2 (800), BATCH (8), CROP ("[64,128,128]", z,y,x),
+#   INIT_MASKS (data/cache/init_masks_dev), WORKERS (12), EVAL_N (64 evaluation defects), TIME1 / TIME2 (hard wall limits per stage, "00:00:03:00" / "00:00:01:15"),
+#   ACCEL (gpu), PRECISION (bf16-mixed), PY (python3), EXTRA (more Hydra overrides for both stages).
+# CPU smoke test:  ACCEL=cpu PRECISION=32 STEPS1=2 STEPS2=2 BATCH=2 CROP="[16,32,32]" WORKERS=0 \
+#                  OUT=/tmp/gpu_smoke PY=.venv/bin/python bash scripts/gpu_train_toporefinenet.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+if [[ "${1:-}" == "--prepare" ]]; then
+  PY=${PY:-.venv/bin/python}
+  grep -qx "/.gpu_deps/" .git/info/exclude 2>/dev/null || echo "/.gpu_deps/" >> .git/info/exclude
+  SP=$($PY -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  rm -rf .gpu_deps/site && mkdir -p .gpu_deps/site .gpu_deps/whl
+  for p in hydra omegaconf antlr4 monai; do cp -r "$SP/$p" .gpu_deps/site/; done
+  find .gpu_deps/site -name __pycache__ -type d -prune -exec rm -rf {} +
+  ls .gpu_deps/whl/connected_components_3d-*cp312*.whl >/dev/null 2>&1 || \
+    $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d .gpu_deps/whl \
+      "connected-components-3d==$($PY -c 'import importlib.metadata as m; print(m.version("connected-components-3d"))')"
+  PROJECT_ROOT=$ROOT HF_HUB_OFFLINE=1 $PY scripts/warm_text_cache.py
+  du -sh .gpu_deps data/cache/text_embeddings
+  exit 0
+fi
+
+OUT=${OUT:-$ROOT/outputs/gpu_toporefinenet}
+PY=${PY:-python3}
+STEPS1=${STEPS1:-2500}; STEPS2=${STEPS2:-800}; BATCH=${BATCH:-8}; CROP=${CROP:-[64,128,128]}
+WORKERS=${WORKERS:-12}; TIME1=${TIME1:-00:00:03:00}; TIME2=${TIME2:-00:00:01:15}
+ACCEL=${ACCEL:-gpu}; PRECISION=${PRECISION:-bf16-mixed}; EXTRA=${EXTRA:-}
+mkdir -p "$OUT"
+export PROJECT_ROOT=$ROOT HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline PYTHONUNBUFFERED=1
+if [[ -d .gpu_deps/site ]]; then
+  if ls .gpu_deps/whl/*.whl >/dev/null 2>&1 && ! $PY -c "import cc3d" 2>/dev/null; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/gpu_site .gpu_deps/whl/*.whl
+  fi
+  export PYTHONPATH=$ROOT:$ROOT/.gpu_deps/site:/tmp/gpu_site:${PYTHONPATH:-}
+else
+  export PYTHONPATH=$ROOT:${PYTHONPATH:-}
+fi
+LOG=$OUT/train.log
+DEVICE=$( (nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo "cpu") | head -1)
+COMMON=(trainer.accelerator=$ACCEL trainer.precision=$PRECISION trainer.enable_progress_bar=false
+        trainer.enable_checkpointing=false trainer.log_every_n_steps=50 logger=csv
+        "paths.checkpoint_dir=$OUT" stages.1.datamodule.batch_size=$BATCH stages.2.datamodule.batch_size=$BATCH
+        "stages.1.datamodule.crop_size=$CROP" "stages.2.datamodule.crop_size=$CROP"
+        stages.1.datamodule.num_workers=$WORKERS stages.2.datamodule.num_workers=$WORKERS)
+# shellcheck disable=SC2206
+EXTRA_ARGS=($EXTRA)
+CMD1=($PY train.py +stage=1 "${COMMON[@]}" stages.1.max_steps=$STEPS1 stages.1.datamodule.samples_per_epoch=$((STEPS1 * BATCH))
+      "+trainer.max_time=$TIME1" "${EXTRA_ARGS[@]}")
+echo "== stage 1: ${CMD1[*]}" | tee "$LOG"
+T0=$(date +%s)
+"${CMD1[@]}" 2>&1 | tee -a "$LOG"
+T1=$(date +%s)
+
+RAN2=no
+CACHE=${NEUROREFINER_CACHE:-$ROOT/data/cache}
+INIT_MASKS=${INIT_MASKS:-$CACHE/init_masks_dev}  # segmenter masks of the TRAINING split (dev for DIADEM)
+if compgen -G "$INIT_MASKS/*/*/OP_1.tif" >/dev/null; then
+  CMD2=($PY train.py +stage=2 "${COMMON[@]}" stages.2.max_steps=$STEPS2 stages.2.datamodule.samples_per_epoch=$((STEPS2 * BATCH))
+        "+trainer.max_time=$TIME2" "stages.2.init_from=$OUT/toporefinenet_stage1.ckpt"
+        "stages.2.datamodule.init_masks_root=$INIT_MASKS" "${EXTRA_ARGS[@]}")
+  echo "== stage 2: ${CMD2[*]}" | tee -a "$LOG"
+  if "${CMD2[@]}" 2>&1 | tee -a "$LOG"; then RAN2=yes; else RAN2="failed (see train.log)"; fi
+else
+  echo "== stage 2 skipped: no training-split segmenter masks under $INIT_MASKS/<dataset>/<segmenter>/" | tee -a "$LOG"
+fi
+T2=$(date +%s)
+# instruction-following evidence on the final checkpoint (held-out synthetic defects, same crop size)
+FINAL=$OUT/toporefinenet_stage1.ckpt; [[ "$RAN2" == yes ]] && FINAL=$OUT/toporefinenet_stage2.ckpt
+EVAL_DEV=cpu; [[ "$ACCEL" == gpu ]] && EVAL_DEV=cuda
+CMD3=($PY experiments/toporefinenet/evaluate_instructions.py --ckpt "$FINAL" --n ${EVAL_N:-64} --device $EVAL_DEV
+      --out "$OUT/eval" "stages.1.datamodule.crop_size=$CROP")
+echo "== eval: ${CMD3[*]}" | tee -a "$LOG"
+"${CMD3[@]}" 2>&1 | tail -n 20 | tee -a "$LOG" || echo "eval failed (see train.log)" | tee -a "$LOG"
+T3=$(date +%s)
+# logs travel as one archive: the device run returns at most 8 files
+mkdir -p "$OUT/logs"
+n=0
+for f in $(ls -t "$ROOT"/outputs/train/refine/*/csv/version_*/metrics.csv 2>/dev/null | head -2); do
+  n=$((n + 1)); cp "$f" "$OUT/logs/metrics_run$n.csv"
+done
+[[ -f $OUT/eval/rows.csv ]] && cp "$OUT/eval/rows.csv" "$OUT/logs/eval_rows.csv"
+tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"
+
+{
+  echo "# TopoRefineNet trained on $DEVICE"
+  echo
+  echo "Written by \`scripts/gpu_train_toporefinenet.sh\` on $(date -u +%Y-%m-%dT%H:%M:%SZ)."
+  echo "Data: stage 1 = synthetic defects (break / pasted annotation / noise blobs) cut into the gold masks of"
+  echo "DIADEM OP_1-OP_5 (validation: fixed defects on OP_6); OP_7-OP_9 never used. Stage 2: $RAN2."
+  echo "Crops (z, y, x) $CROP, batch $BATCH, CPU-size network (conf/model/toporefinenet.yaml)."
+  echo
+  echo "## Commands"
+  echo '```'
+  echo "${CMD1[*]}"
+  [[ "$RAN2" != no ]] && echo "${CMD2[*]}"
+  echo '```'
+  echo
+  echo "## Wall time"
+  echo "- stage 1: $((T1 - T0)) s (includes start-up and final validation)"
+  [[ "$RAN2" != no ]] && echo "- stage 2: $((T2 - T1)) s"
+  echo "- evaluation: $((T3 - T2)) s"
+  echo
+  echo "## Validation figures (final, fixed validation set)"
+  for s in 1 2; do
+    j=$OUT/toporefinenet_stage$s.json
+    [[ -f $j ]] && { echo "### stage $s"; echo '```json'; cat "$j"; echo; echo '```'; }
+  done
+  echo
+  echo "## Instruction following (\`${CMD3[*]}\`)"
+  echo
+  [[ -f $OUT/eval/summary.md ]] && cat "$OUT/eval/summary.md"
+} > "$OUT/toporefinenet_gpu.md"
+rm -rf "$OUT/eval"
+echo "wrote $OUT:"; ls -la "$OUT"

@@ -1,0 +1,102 @@
+"""TopoRefiner (inference API) and `neurorefiner edit`: load from a checkpoint file alone, edit a block,
+leave the rest of the mask untouched, and turn bad input into one line with exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from neurorefiner.cli.edit import parse_block
+from neurorefiner.cli.main import app
+from neurorefiner.errors import InputError
+from neurorefiner.io import read_mask, write_volume
+from neurorefiner.models.refiner import TopoRefiner
+from neurorefiner.models.toporefinenet import TopoRefineNet
+
+runner = CliRunner()
+NET = {"_target_": "neurorefiner.models.toporefinenet.TopoRefineNet", "channels": [4, 8], "text_dim": 16}
+TE = {"_target_": "neurorefiner.models.text_encoders.HashingEncoder", "dim": 16}
+
+
+@pytest.fixture()
+def ckpt(tmp_path: Path) -> Path:
+    torch.manual_seed(0)
+    net = TopoRefineNet(channels=(4, 8), text_dim=16)
+    path = tmp_path / "toporefinenet.ckpt"
+    torch.save({"state_dict": {f"net.{k}": v for k, v in net.state_dict().items()},
+                "hyper_parameters": {"net_config": NET, "text_encoder_config": TE, "stage": 1}}, path)
+    return path
+
+
+@pytest.fixture()
+def stack(tmp_path: Path) -> tuple[Path, Path, np.ndarray]:
+    rng = np.random.default_rng(0)
+    image = (rng.random((6, 20, 20)) * 200).astype(np.uint8)
+    mask = np.zeros((6, 20, 20), bool)
+    mask[3, 10, :] = True
+    write_volume(tmp_path / "img.tif", image)
+    write_volume(tmp_path / "mask.tif", mask)
+    return tmp_path / "img.tif", tmp_path / "mask.tif", mask
+
+
+def test_refiner_loads_and_edits(ckpt):
+    r = TopoRefiner.load(ckpt)
+    img = np.random.default_rng(1).random((5, 9, 7)).astype(np.float32)
+    msk = np.zeros((5, 9, 7), bool)
+    out = r.edit(img, msk, "Repair break at top-left-front")
+    assert out.dtype == bool and out.shape == msk.shape
+    p = r.probabilities(img, msk, "Repair break at top-left-front")
+    assert np.array_equal(out, p >= 0.5)
+    with pytest.raises(InputError, match="differ"):
+        r.edit(img, msk[:, :3], "Repair break at top-left-front")
+    with pytest.raises(InputError, match="instruction"):
+        r.edit(img, msk, "  ")
+
+
+def test_refiner_load_errors(tmp_path):
+    with pytest.raises(InputError, match="no such checkpoint"):
+        TopoRefiner.load(tmp_path / "none.ckpt")
+    (tmp_path / "junk.ckpt").write_bytes(b"junk")
+    with pytest.raises(InputError, match="junk.ckpt"):
+        TopoRefiner.load(tmp_path / "junk.ckpt")
+    torch.save({"state_dict": {}}, tmp_path / "other.ckpt")
+    with pytest.raises(InputError, match="train_refiner"):
+        TopoRefiner.load(tmp_path / "other.ckpt")
+
+
+def test_parse_block():
+    assert parse_block("1:3,:5,2:", (4, 6, 8)) == (slice(1, 3), slice(0, 5), slice(2, 8))
+    assert parse_block(None, (4, 6, 8)) == (slice(0, 4), slice(0, 6), slice(0, 8))
+    for bad in ["1:3,0:5", "1:9,0:5,0:8", "a:b,0:5,0:8", "3:3,0:5,0:8"]:
+        with pytest.raises(InputError, match="--block"):
+            parse_block(bad, (4, 6, 8))
+
+
+def test_edit_command_changes_only_the_block(stack, ckpt, tmp_path):
+    img, msk, mask = stack
+    out = tmp_path / "out.tif"
+    res = runner.invoke(app, ["edit", str(img), str(msk), "--instruction", "repair the break at Top Left Rear",
+                              "--block", "0:6,0:10,0:10", "--out", str(out), "--checkpoint", str(ckpt)])
+    assert res.exit_code == 0, res.output
+    assert "Repair break at top-left-rear" in res.output
+    edited = read_mask(out).load()
+    assert edited.shape == mask.shape
+    outside = np.ones(mask.shape, bool)
+    outside[0:6, 0:10, 0:10] = False
+    assert np.array_equal(edited[outside], mask[outside])
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--instruction", "make it nicer"], "Repair break at <position>"),  # the grammar is listed
+    (["--instruction", "Repair break at top-left-rear", "--block", "0:99,0:5,0:5"], "--block"),
+])
+def test_edit_bad_input_one_line_exit_2(stack, ckpt, tmp_path, args, msg):
+    img, msk, _ = stack
+    out = tmp_path / "never.tif"
+    res = runner.invoke(app, ["edit", str(img), str(msk), *args, "--out", str(out), "--checkpoint", str(ckpt)])
+    assert res.exit_code == 2 and msg in res.output and "Traceback" not in res.output
+    assert not out.exists()

@@ -1,0 +1,54 @@
+"""The instruction-adherence experiment's perturbations and figures (experiments/toporefinenet)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neurorefiner.agents.instructions import Instruction, all_instructions
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location(
+    "evaluate_instructions", ROOT / "experiments" / "toporefinenet" / "evaluate_instructions.py")
+ev = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ev)
+
+
+@pytest.mark.parametrize("ins", list(all_instructions())[::151])
+def test_wrong_location_names_another_region(ins):
+    wrong = ev.wrong_location(ins)
+    assert wrong.op == ins.op and wrong != ins and (wrong.end is None) == (ins.end is None)
+    shape = (9, 9, 9)
+    assert not np.array_equal(wrong.region(shape), ins.region(shape))
+    if ins.end is None:
+        assert not (wrong.region(shape) & ins.region(shape)).any()
+    else:  # no other two-position instruction of this operation overlaps the true region less
+        r = ins.region(shape)
+        ov = (wrong.region(shape) & r).sum() / wrong.region(shape).sum()
+        assert all((c.region(shape) & r).sum() / c.region(shape).sum() >= ov - 1e-9
+                   for c in all_instructions() if c.op == ins.op and c.end is not None and c != ins)
+
+
+def test_opposite_operation():
+    assert ev.opposite_operation(Instruction("repair", "top-left-rear")).format() == \
+        "Remove isolated noise at top-left-rear"
+    assert ev.opposite_operation(Instruction("remove", "top-left-rear")).op == "repair"
+    assert ev.opposite_operation(Instruction("connect", "top-left-rear", "bottom-left-front")).format() == \
+        "Remove noise from top-left-rear to bottom-left-front"
+    assert ev.opposite_operation(Instruction("remove", "top-left-rear", "bottom-left-front")).op == "connect"
+
+
+def test_edit_figures():
+    gold = np.zeros((4, 6, 6), bool)
+    gold[2, 3, :] = True
+    mask = gold.copy()
+    mask[2, 3, 1:3] = False  # the defect: two voxels
+    region = np.zeros_like(gold)
+    region[:, :, :3] = True
+    f = ev.edit_figures(gold.copy(), mask, gold, region, region)
+    assert f["adherence"] == 1.0 and f["fixed"] == 1.0 and f["dice_defect"] == 1.0 and f["changed"] == 2
+    f0 = ev.edit_figures(mask, mask, gold, region, region)
+    assert np.isnan(f0["adherence"]) and f0["fixed"] == 0.0 and f0["betti0_err"] == 1
