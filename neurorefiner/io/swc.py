@@ -16,6 +16,7 @@ import numpy as np
 
 from neurorefiner.errors import InputError
 from neurorefiner.io.atomic import atomic_path
+from neurorefiner.io.capsules import paint_capsules
 
 Spacing = tuple[float, float, float]
 
@@ -261,9 +262,8 @@ class Tree:
         shape = tuple(int(s) for s in shape)
         if strict:
             self.check_within(shape)
-        mask = np.zeros(shape, dtype=bool)
         if len(self) == 0:
-            return mask
+            return np.zeros(shape, dtype=bool)
         sp = np.asarray(spacing, dtype=np.float64)
         r = np.full(len(self), float(radius)) if radius is not None else self.radius * radius_scale
         r = np.maximum(r, min_radius) * sp[2]
@@ -272,8 +272,10 @@ class Tree:
         isolated = np.setdiff1d(np.arange(len(self)), e.ravel()) if len(e) else np.arange(len(self))
         a = np.concatenate([e[:, 0], isolated]) if len(e) else isolated
         b = np.concatenate([e[:, 1], isolated]) if len(e) else isolated
-        _rasterize_capsules(mask, pos[a], pos[b], r[a], r[b], sp)
-        return mask
+        drawn = np.zeros(shape, dtype=np.uint8)
+        ones = np.ones(len(a))
+        paint_capsules(drawn, pos[a], pos[b], r[a], r[b], ones, ones, sp)
+        return drawn.view(bool)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -305,70 +307,6 @@ def _find_cycle_node(pi: np.ndarray) -> int | None:
         reached[_topological_order(pi)] = True
     bad = np.nonzero(~reached)[0]
     return int(bad[0]) if len(bad) else None
-
-
-def _rasterize_capsules_py(mask, a, b, ra, rb, sp):  # pragma: no cover - numba compiles this
-    nz, ny, nx = mask.shape
-    for e in range(a.shape[0]):
-        rmax = max(ra[e], rb[e])
-        lo = np.empty(3, np.int64)
-        hi = np.empty(3, np.int64)
-        dims = (nz, ny, nx)
-        for k in range(3):
-            lo[k] = max(0, int(math.floor((min(a[e, k], b[e, k]) - rmax) / sp[k])))
-            hi[k] = min(dims[k] - 1, int(math.ceil((max(a[e, k], b[e, k]) + rmax) / sp[k])))
-        ab0 = b[e, 0] - a[e, 0]
-        ab1 = b[e, 1] - a[e, 1]
-        ab2 = b[e, 2] - a[e, 2]
-        l2 = ab0 * ab0 + ab1 * ab1 + ab2 * ab2
-        for z in range(lo[0], hi[0] + 1):
-            pz = z * sp[0] - a[e, 0]
-            for y in range(lo[1], hi[1] + 1):
-                py = y * sp[1] - a[e, 1]
-                for x in range(lo[2], hi[2] + 1):
-                    px = x * sp[2] - a[e, 2]
-                    t = 0.0
-                    if l2 > 0:
-                        t = (pz * ab0 + py * ab1 + px * ab2) / l2
-                        t = min(1.0, max(0.0, t))
-                    dz = pz - t * ab0
-                    dy = py - t * ab1
-                    dx = px - t * ab2
-                    rr = ra[e] + t * (rb[e] - ra[e])
-                    if dz * dz + dy * dy + dx * dx <= rr * rr:
-                        mask[z, y, x] = True
-        # centreline: sample at half the finest spacing; between consecutive voxels that differ on
-        # more than one axis, step one axis at a time, so the centreline is 6-connected (a tree's mask
-        # is then one component under any connectivity APP2 may use)
-        length = math.sqrt(l2)
-        nsteps = int(math.ceil(length / (0.5 * min(sp[0], min(sp[1], sp[2]))))) + 1
-        pz = int(round(a[e, 0] / sp[0]))
-        py = int(round(a[e, 1] / sp[1]))
-        px = int(round(a[e, 2] / sp[2]))
-        for s in range(nsteps + 1):
-            t = s / nsteps
-            iz = int(round((a[e, 0] + t * ab0) / sp[0]))
-            iy = int(round((a[e, 1] + t * ab1) / sp[1]))
-            ix = int(round((a[e, 2] + t * ab2) / sp[2]))
-            while True:
-                if 0 <= pz < nz and 0 <= py < ny and 0 <= px < nx:
-                    mask[pz, py, px] = True
-                if pz != iz:
-                    pz += 1 if iz > pz else -1
-                elif py != iy:
-                    py += 1 if iy > py else -1
-                elif px != ix:
-                    px += 1 if ix > px else -1
-                else:
-                    break
-
-
-try:
-    import numba
-
-    _rasterize_capsules = numba.njit(cache=True, nogil=True)(_rasterize_capsules_py)
-except ImportError:  # pragma: no cover
-    _rasterize_capsules = _rasterize_capsules_py
 
 
 # ---------------------------------------------------------------------- file I/O

@@ -11,60 +11,7 @@ import math
 
 import numpy as np
 
-
-def _paint_tubes_py(vol, a, b, ra, rb, ia, ib, sp):  # pragma: no cover - numba compiles this
-    """Max-composite tubes a->b (physical Z, Y, X) of radius ra->rb with intensity ia->ib into ``vol``."""
-    nz, ny, nx = vol.shape
-    dims = (nz, ny, nx)
-    lo = np.empty(3, np.int64)
-    hi = np.empty(3, np.int64)
-    for e in range(a.shape[0]):
-        rmax = max(ra[e], rb[e])
-        for k in range(3):
-            lo[k] = max(0, int(math.floor((min(a[e, k], b[e, k]) - rmax) / sp[k])))
-            hi[k] = min(dims[k] - 1, int(math.ceil((max(a[e, k], b[e, k]) + rmax) / sp[k])))
-        ab0 = b[e, 0] - a[e, 0]
-        ab1 = b[e, 1] - a[e, 1]
-        ab2 = b[e, 2] - a[e, 2]
-        l2 = ab0 * ab0 + ab1 * ab1 + ab2 * ab2
-        for z in range(lo[0], hi[0] + 1):
-            pz = z * sp[0] - a[e, 0]
-            for y in range(lo[1], hi[1] + 1):
-                py = y * sp[1] - a[e, 1]
-                for x in range(lo[2], hi[2] + 1):
-                    px = x * sp[2] - a[e, 2]
-                    t = 0.0
-                    if l2 > 0:
-                        t = (pz * ab0 + py * ab1 + px * ab2) / l2
-                        t = min(1.0, max(0.0, t))
-                    dz = pz - t * ab0
-                    dy = py - t * ab1
-                    dx = px - t * ab2
-                    rr = ra[e] + t * (rb[e] - ra[e])
-                    if dz * dz + dy * dy + dx * dx <= rr * rr:
-                        v = ia[e] + t * (ib[e] - ia[e])
-                        if v > vol[z, y, x]:
-                            vol[z, y, x] = v
-        # the centreline is always painted (as the label's is), so thin tubes stay continuous
-        length = math.sqrt(l2)
-        nsteps = int(math.ceil(length / (0.5 * min(sp[0], min(sp[1], sp[2]))))) + 1
-        for s in range(nsteps + 1):
-            t = s / nsteps
-            iz = int(round((a[e, 0] + t * ab0) / sp[0]))
-            iy = int(round((a[e, 1] + t * ab1) / sp[1]))
-            ix = int(round((a[e, 2] + t * ab2) / sp[2]))
-            if 0 <= iz < nz and 0 <= iy < ny and 0 <= ix < nx:
-                v = ia[e] + t * (ib[e] - ia[e])
-                if v > vol[iz, iy, ix]:
-                    vol[iz, iy, ix] = v
-
-
-try:
-    import numba
-
-    _paint_tubes = numba.njit(cache=True, nogil=True)(_paint_tubes_py)
-except ImportError:  # pragma: no cover
-    _paint_tubes = _paint_tubes_py
+from neurorefiner.io.capsules import paint_capsules
 
 
 def paint_tree(vol: np.ndarray, zyx_vox: np.ndarray, parent: np.ndarray, radius_vox: np.ndarray,
@@ -83,7 +30,7 @@ def paint_tree(vol: np.ndarray, zyx_vox: np.ndarray, parent: np.ndarray, radius_
     lone = np.nonzero(~has_edge)[0]
     a = np.concatenate([child, lone])
     b = np.concatenate([parent[child], lone])
-    _paint_tubes(vol, pos[a], pos[b], r[a], r[b], inten[a], inten[b], sp)
+    paint_capsules(vol, pos[a], pos[b], r[a], r[b], inten[a], inten[b], sp)
 
 
 def paint_spheres(vol: np.ndarray, zyx_vox: np.ndarray, radius_vox: np.ndarray, intensity: np.ndarray,
@@ -95,7 +42,7 @@ def paint_spheres(vol: np.ndarray, zyx_vox: np.ndarray, radius_vox: np.ndarray, 
     pos = np.asarray(zyx_vox, dtype=np.float64) * sp
     r = np.asarray(radius_vox, dtype=np.float64) * sp[2]
     inten = np.asarray(intensity, dtype=np.float64)
-    _paint_tubes(vol, pos, pos, r, r, inten, inten, sp)
+    paint_capsules(vol, pos, pos, r, r, inten, inten, sp)
 
 
 def _weights(n: int, cell: float) -> np.ndarray:

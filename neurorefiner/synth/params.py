@@ -20,7 +20,7 @@ from neurorefiner.io.volume import check_spacing
 Range = tuple[float, float]
 
 # bumped whenever the same params + seed would render different bytes; cached benchmarks regenerate
-GENERATOR_VERSION = "1.0"
+GENERATOR_VERSION = "1.1"  # 1.1: image tubes drawn by io.capsules (6-connected centreline)
 
 MORPHOLOGIES = ("procedural", "real", "mixed")
 REAL_SOURCES = ("bigneuron", "zbfwb")
