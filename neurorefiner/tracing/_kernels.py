@@ -185,13 +185,47 @@ def _sphere_extent(r, rel):
 
 
 @JIT
+def sphere_voxels(f, r, shape, rel):
+    """Flat indices of the in-image voxels of the sphere of radius ``r`` (in units of the finest axis;
+    ``rel`` = spacing / finest spacing per axis) around flat index ``f``: the one neighbourhood every
+    pruning step below walks."""
+    nz, ny, nx = shape[0], shape[1], shape[2]
+    sxy = ny * nx
+    if r <= 0:
+        return np.empty(0, np.int64)
+    z1 = f // sxy
+    y1 = (f - z1 * sxy) // nx
+    x1 = f - z1 * sxy - y1 * nx
+    ez = _sphere_extent(r, rel[0])
+    ey = _sphere_extent(r, rel[1])
+    ex = _sphere_extent(r, rel[2])
+    out = np.empty((2 * ez + 1) * (2 * ey + 1) * (2 * ex + 1), np.int64)
+    n = 0
+    for kk in range(-ez, ez + 1):
+        z2 = z1 + kk
+        if z2 < 0 or z2 >= nz:
+            continue
+        for jj in range(-ey, ey + 1):
+            y2 = y1 + jj
+            if y2 < 0 or y2 >= ny:
+                continue
+            for ii in range(-ex, ex + 1):
+                x2 = x1 + ii
+                if x2 < 0 or x2 >= nx:
+                    continue
+                if (kk * rel[0]) ** 2 + (jj * rel[1]) ** 2 + (ii * rel[2]) ** 2 > r * r:
+                    continue
+                out[n] = z2 * sxy + y2 * nx + x2
+                n += 1
+    return out[:n]
+
+
+@JIT
 def coverage_prune(order, seg_leaf, seg_root, seg_parent, par, node_flat, node_int, radius, img, tmp,
                    shape, rel, sr_ratio, t_max):
     """APP2 hierarchical coverage pruning. Segments are visited longest first (``order``); a segment is
     kept when its parent is kept and the signal it adds outside the spheres of kept segments is at least
     ``sr_ratio`` of the signal it re-covers. ``tmp`` (a copy of the image) is zeroed under kept spheres."""
-    nz, ny, nx = shape[0], shape[1], shape[2]
-    sxy = ny * nx
     nseg = order.shape[0]
     kept = np.zeros(seg_leaf.shape[0], np.bool_)
     for oi in range(nseg):
@@ -206,33 +240,12 @@ def coverage_prune(order, seg_leaf, seg_root, seg_parent, par, node_flat, node_i
             if tmp[f] == 0:
                 sum_rdc += node_int[p]
             else:
-                r = radius[p]
-                z1 = f // sxy
-                y1 = (f - z1 * sxy) // nx
-                x1 = f - z1 * sxy - y1 * nx
-                ez = _sphere_extent(r, rel[0])
-                ey = _sphere_extent(r, rel[1])
-                ex = _sphere_extent(r, rel[2])
                 tot = 0.0
                 dele = 0.0
-                for kk in range(-ez, ez + 1):
-                    z2 = z1 + kk
-                    if z2 < 0 or z2 >= nz:
-                        continue
-                    for jj in range(-ey, ey + 1):
-                        y2 = y1 + jj
-                        if y2 < 0 or y2 >= ny:
-                            continue
-                        for ii in range(-ex, ex + 1):
-                            x2 = x1 + ii
-                            if x2 < 0 or x2 >= nx:
-                                continue
-                            if (kk * rel[0]) ** 2 + (jj * rel[1]) ** 2 + (ii * rel[2]) ** 2 > r * r:
-                                continue
-                            ind = z2 * sxy + y2 * nx + x2
-                            tot += 1.0
-                            if tmp[ind] != img[ind]:
-                                dele += 1.0
+                for ind in sphere_voxels(f, radius[p], shape, rel):
+                    tot += 1.0
+                    if tmp[ind] != img[ind]:
+                        dele += 1.0
                 if tot > 0 and dele / tot > 0.1:
                     sum_rdc += node_int[p]
                 else:
@@ -267,110 +280,46 @@ def coverage_prune(order, seg_leaf, seg_root, seg_parent, par, node_flat, node_i
 
 @JIT
 def paint_sphere(arr, f, r, shape, rel, value):
-    nz, ny, nx = shape[0], shape[1], shape[2]
-    sxy = ny * nx
-    if r <= 0:
-        return
-    z1 = f // sxy
-    y1 = (f - z1 * sxy) // nx
-    x1 = f - z1 * sxy - y1 * nx
-    ez = _sphere_extent(r, rel[0])
-    ey = _sphere_extent(r, rel[1])
-    ex = _sphere_extent(r, rel[2])
-    for kk in range(-ez, ez + 1):
-        z2 = z1 + kk
-        if z2 < 0 or z2 >= nz:
-            continue
-        for jj in range(-ey, ey + 1):
-            y2 = y1 + jj
-            if y2 < 0 or y2 >= ny:
-                continue
-            for ii in range(-ex, ex + 1):
-                x2 = x1 + ii
-                if x2 < 0 or x2 >= nx:
-                    continue
-                if (kk * rel[0]) ** 2 + (jj * rel[1]) ** 2 + (ii * rel[2]) ** 2 > r * r:
-                    continue
-                arr[z2 * sxy + y2 * nx + x2] = value
+    for ind in sphere_voxels(f, r, shape, rel):
+        arr[ind] = value
 
 
 @JIT
 def add_sphere(arr, f, r, shape, rel, delta, floor):
     """arr[sphere] += delta (never below ``floor`` when decrementing: APP2's ``if mask > 1: mask--``)."""
-    nz, ny, nx = shape[0], shape[1], shape[2]
-    sxy = ny * nx
-    if r <= 0:
-        return
-    z1 = f // sxy
-    y1 = (f - z1 * sxy) // nx
-    x1 = f - z1 * sxy - y1 * nx
-    ez = _sphere_extent(r, rel[0])
-    ey = _sphere_extent(r, rel[1])
-    ex = _sphere_extent(r, rel[2])
-    for kk in range(-ez, ez + 1):
-        z2 = z1 + kk
-        if z2 < 0 or z2 >= nz:
-            continue
-        for jj in range(-ey, ey + 1):
-            y2 = y1 + jj
-            if y2 < 0 or y2 >= ny:
-                continue
-            for ii in range(-ex, ex + 1):
-                x2 = x1 + ii
-                if x2 < 0 or x2 >= nx:
-                    continue
-                if (kk * rel[0]) ** 2 + (jj * rel[1]) ** 2 + (ii * rel[2]) ** 2 > r * r:
-                    continue
-                ind = z2 * sxy + y2 * nx + x2
-                if delta < 0:
-                    if arr[ind] > floor:
-                        arr[ind] += delta
-                else:
-                    arr[ind] += delta
+    for ind in sphere_voxels(f, r, shape, rel):
+        if delta < 0:
+            if arr[ind] > floor:
+                arr[ind] += delta
+        else:
+            arr[ind] += delta
 
 
 @JIT
 def sphere_sums(arr_img, f, r, shape, rel, other_f, other_r, count, count_min):
     """Sum of image over the sphere (f, r); of it, the part inside sphere (other_f, other_r) (when
     other_f >= 0) or where ``count > count_min`` (when other_f < 0)."""
-    nz, ny, nx = shape[0], shape[1], shape[2]
+    ny, nx = shape[1], shape[2]
     sxy = ny * nx
-    z1 = f // sxy
-    y1 = (f - z1 * sxy) // nx
-    x1 = f - z1 * sxy - y1 * nx
     z0 = y0 = x0 = 0
     if other_f >= 0:
         z0 = other_f // sxy
         y0 = (other_f - z0 * sxy) // nx
         x0 = other_f - z0 * sxy - y0 * nx
-    ez = _sphere_extent(r, rel[0])
-    ey = _sphere_extent(r, rel[1])
-    ex = _sphere_extent(r, rel[2])
     tot = 0.0
     part = 0.0
-    for kk in range(-ez, ez + 1):
-        z2 = z1 + kk
-        if z2 < 0 or z2 >= nz:
-            continue
-        for jj in range(-ey, ey + 1):
-            y2 = y1 + jj
-            if y2 < 0 or y2 >= ny:
-                continue
-            for ii in range(-ex, ex + 1):
-                x2 = x1 + ii
-                if x2 < 0 or x2 >= nx:
-                    continue
-                if (kk * rel[0]) ** 2 + (jj * rel[1]) ** 2 + (ii * rel[2]) ** 2 > r * r:
-                    continue
-                ind = z2 * sxy + y2 * nx + x2
-                v = float(arr_img[ind])
-                tot += v
-                if other_f >= 0:
-                    if ((z2 - z0) * rel[0]) ** 2 + ((y2 - y0) * rel[1]) ** 2 + ((x2 - x0) * rel[2]) ** 2 \
-                            <= other_r * other_r:
-                        part += v
-                elif count[ind] > count_min:
-                    part += v
+    for ind in sphere_voxels(f, r, shape, rel):
+        v = float(arr_img[ind])
+        tot += v
+        if other_f >= 0:
+            z2 = ind // sxy
+            y2 = (ind - z2 * sxy) // nx
+            x2 = ind - z2 * sxy - y2 * nx
+            if ((z2 - z0) * rel[0]) ** 2 + ((y2 - y0) * rel[1]) ** 2 + ((x2 - x0) * rel[2]) ** 2 \
+                    <= other_r * other_r:
+                part += v
+        elif count[ind] > count_min:
+            part += v
     return tot, part
 
 
