@@ -31,13 +31,15 @@ def _forward_setup():
     net = _net().eval()
     image = torch.rand(1, 1, 64, 128, 128)
     mask = (torch.rand(1, 1, 64, 128, 128) > 0.95).float()
-    return net, image, mask, torch.randn(1, 384)
+    region = torch.zeros(1, 1, 64, 128, 128)
+    region[..., :22, :43, :43] = 1  # one named cell of the 3 x 3 x 3 grid
+    return net, image, mask, torch.randn(1, 384), region
 
 
 def _forward(arg):
-    net, image, mask, emb = arg
+    net, image, mask, emb, region = arg
     with torch.inference_mode():
-        net(image, mask, emb)
+        net(image, mask, emb, region=region) if net.region_channel else net(image, mask, emb)
 
 
 def _batch():

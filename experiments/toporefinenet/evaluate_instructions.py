@@ -8,6 +8,8 @@ opposite operation at the correct location. Writes per-sample rows (CSV) and a s
 Data: the fixed validation defects of conf/refine_stage/stage1.yaml (synthetic defects cut into the gold
 mask of DIADEM OP_6, a development stack; OP_7-OP_9 are never touched), crops as in that config.
 Several checkpoints (``--ckpt a.ckpt --ckpt b.ckpt --label A --label B``) are compared on the same samples.
+``--confine M`` adds, per checkpoint, the rows of the same edits confined to the named place grown by M
+voxels (what ``TopoRefiner.edit`` returns by default, M = 4); without it the network's raw output only.
 
 Figures per edit:
 * adherence: share of changed voxels inside the region the given instruction names (NaN: nothing changed);
@@ -102,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="output folder (rows.csv, summary.md)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu", help="torch device for the network (cpu, cuda)")
+    ap.add_argument("--confine", type=int, default=None, metavar="M",
+                    help="also report the edits confined to the named place grown by M voxels")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides for the data (e.g. dataset=tiny)")
     args = ap.parse_args(argv)
 
@@ -118,8 +122,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give one --label per --ckpt")
     samples = load_samples(args.n, args.seed, args.overrides)
     rows: list[dict] = []
+    models: list[str] = []
     for label, ckpt in zip(labels, args.ckpt, strict=True):
-        refiner = TopoRefiner.load(ckpt, device=args.device, cache_dir=ROOT / "data" / "cache" / "text_embeddings")
+        refiner = TopoRefiner.load(ckpt, device=args.device, cache_dir=ROOT / "data" / "cache" / "text_embeddings",
+                                   confine_margin=None)
+        confined_label = f"{label} + confined (margin {args.confine})"
+        models += [label] + ([confined_label] if args.confine is not None else [])
         for i, s in enumerate(tqdm(samples, desc=label)):
             image = s["image"][0].numpy()
             mask = s["mask"][0].numpy() > 0
@@ -130,13 +138,23 @@ def main(argv: list[str] | None = None) -> int:
                      "opposite operation": opposite_operation(ins)}
             for kind, given in kinds.items():
                 if given is None:
-                    pred, named = mask, true_region
+                    preds, named = {label: mask}, true_region
+                    if args.confine is not None:
+                        preds[confined_label] = mask
                 else:
-                    pred = refiner.edit(image, mask, given.format())
+                    raw = refiner.edit(image, mask, given.format())
                     named = given.region(mask.shape)
-                rows.append({"model": label, "sample": i, "op": ins.op, "condition": kind,
-                             "instruction": "" if given is None else given.format(),
-                             **edit_figures(pred, mask, gold, named, true_region)})
+                    preds = {label: raw}
+                    if args.confine is not None:
+                        refiner.confine_margin = args.confine
+                        allowed = refiner.allowed_region(given, mask.shape)
+                        refiner.confine_margin = None
+                        preds[confined_label] = np.where(allowed, raw, mask)
+                for model, pred in preds.items():
+                    rows.append({"model": model, "sample": i, "op": ins.op, "condition": kind,
+                                 "instruction": "" if given is None else given.format(),
+                                 "distractor": s.get("distractor", ""),
+                                 **edit_figures(pred, mask, gold, named, true_region)})
     args.out.mkdir(parents=True, exist_ok=True)
     with atomic_path(args.out / "rows.csv") as tmp, open(tmp, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -146,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
              "Mean (adherence over edits that changed something; that count in brackets).", "",
              "| model | condition | adherence | fixed | dice_defect | betti0_err | changed voxels |",
              "|---|---|---|---|---|---|---|"]
-    for label in labels:
+    for label in models:
         for kind in ["input (no edit)", "correct", "wrong location", "opposite operation"]:
             sel = [r for r in rows if r["model"] == label and r["condition"] == kind]
             adh = np.array([r["adherence"] for r in sel], dtype=float)

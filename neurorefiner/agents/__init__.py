@@ -1,6 +1,7 @@
 """The agents (inspector, advisor, validator) and the instruction grammar they share with TopoRefineNet.
 
-Kept free of heavy imports: lower layers (defects, data) import the grammar through this package.
+The grammar lives in ``neurorefiner.topology.instructions`` (lower layers use it from there);
+``neurorefiner.agents.instructions`` re-exports it under the agents' name.
 """
 
 from neurorefiner.agents.instructions import (

@@ -4,6 +4,11 @@ Each sample is a crop around a random gold foreground voxel, one defect drawn fr
 :mod:`neurorefiner.defects` (break / pasted foreign annotation / Gaussian blobs), the defective mask as
 input, the gold crop as target, and the instruction that names the defect's type and place.
 
+Distractors (``distractor_prob``, beyond the paper): a share of the samples get a second defect away
+from the named place that the instruction does not mention, and the target keeps it. With one defect
+per crop the defect is visible in the image, so a network can fix it without reading where the
+instruction points; real blocks hold several errors and the agents name one at a time.
+
 Batches (the contract with :class:`~neurorefiner.models.refine_module`): a dict with
 ``image`` float32 (B, 1, D, H, W) in [0, 1], ``mask`` float32 (B, 1, D, H, W) {0, 1} (defective input),
 ``target`` float32 (B, 1, D, H, W) {0, 1}, ``instruction`` list of B strings (``Instruction.format()``),
@@ -127,20 +132,45 @@ def _foreign_crop(mask: np.ndarray, fg: np.ndarray, rng: np.random.Generator, si
     return crop_padded(mask, start, size)
 
 
+def add_distractor(gold: np.ndarray, named: np.ndarray, changed: np.ndarray, rng: np.random.Generator,
+                   cfg: DefectConfig, sources: Sequence[np.ndarray] | None, margin: int = 4,
+                   tries: int = 8) -> tuple[np.ndarray, str] | None:
+    """Voxels (bool) that a second, unnamed defect flips, and its kind: drawn like the first, kept only
+    if it stays ``margin`` voxels clear of the named region ``named`` and of the first defect's voxels
+    ``changed``; None when no such defect was found in ``tries`` draws."""
+    from scipy import ndimage as ndi
+
+    keep_out = ndi.binary_dilation(named | changed, iterations=margin) if margin > 0 else named | changed
+    for _ in range(tries):
+        kind = draw_kind(rng, cfg)
+        extra = make_one(kind, gold, rng, cfg, sources if kind == "paste" else None)
+        if extra is None:
+            continue
+        flip = extra.mask ^ gold
+        if flip.any() and not (flip & keep_out).any():
+            return flip, kind
+    return None
+
+
 def make_stage1_sample(image: np.ndarray, gold_mask: np.ndarray, rng: np.random.Generator,
                        crop_size: Sequence[int], other_masks: Sequence[np.ndarray] | None = None,
                        defects: DefectConfig | Mapping | None = None, min_foreground: int = 20,
                        fg: np.ndarray | None = None, other_fg: Sequence[np.ndarray] | None = None,
-                       max_tries: int = 50) -> dict:
+                       max_tries: int = 50, distractor_prob: float = 0.0) -> dict:
     """One stage-1 training sample as numpy arrays (no Lightning needed).
 
     ``image`` float ZYX in [0, 1] and ``gold_mask`` bool ZYX of the same shape (a whole volume or a
     block); ``crop_size`` (D, H, W); ``other_masks``: other neurons' gold masks for the copy-paste FP
     (default: this volume's own mask elsewhere). ``fg`` / ``other_fg`` may pass ``np.flatnonzero`` of
     ``gold_mask`` / each of ``other_masks`` (saves a scan of large volumes per sample).
+    With probability ``distractor_prob`` a second defect the instruction does not name is added away
+    from the named region (:func:`add_distractor`); it is in both ``mask`` and ``target``.
     Returns ``image`` float32, ``mask`` (defective) / ``target`` / ``region`` bool, all (D, H, W),
-    ``instruction`` (str), ``instruction_obj``, ``kind`` (break | paste | noise), ``start`` (crop origin).
+    ``instruction`` (str), ``instruction_obj``, ``kind`` (break | paste | noise), ``start`` (crop origin),
+    ``distractor`` (kind of the unnamed defect, or "").
     """
+    if not 0.0 <= distractor_prob <= 1.0:
+        raise ValueError(f"distractor_prob must be in [0, 1], got {distractor_prob}")
     image = np.asarray(image)
     gold_mask = np.asarray(gold_mask, dtype=bool)
     if image.shape != gold_mask.shape or image.ndim != 3:
@@ -175,9 +205,16 @@ def make_stage1_sample(image: np.ndarray, gold_mask: np.ndarray, rng: np.random.
         if defect is None:
             continue
         img = crop_padded(image.astype(np.float32, copy=False), start, size)
-        return {"image": img, "mask": defect.mask, "target": defect.target,
-                "region": defect.instruction.region(size), "instruction": defect.instruction.format(),
-                "instruction_obj": defect.instruction, "kind": defect.kind, "start": tuple(start)}
+        region = defect.instruction.region(size)
+        mask, target, distractor = defect.mask, defect.target, ""
+        if distractor_prob > 0 and rng.random() < distractor_prob:
+            extra = add_distractor(gold, region, defect.changed, rng, cfg, sources)
+            if extra is not None:
+                mask, target, distractor = mask ^ extra[0], target ^ extra[0], extra[1]
+        return {"image": img, "mask": mask, "target": target,
+                "region": region, "instruction": defect.instruction.format(),
+                "instruction_obj": defect.instruction, "kind": defect.kind, "start": tuple(start),
+                "distractor": distractor}
     raise ValueError(f"no defect could be made in {max_tries} crops of size {size}: the gold mask has too "
                      f"little foreground (fewer than {min_foreground} voxels per crop) or no breakable neurite")
 
@@ -200,7 +237,8 @@ class DefectSampleDataset(Dataset):
     always the same sample (validation)."""
 
     def __init__(self, volumes: Sequence[GoldVolume], crop_size: Triple, length: int,
-                 defects: DefectConfig, seed: int | None = None, min_foreground: int = 20):
+                 defects: DefectConfig, seed: int | None = None, min_foreground: int = 20,
+                 distractor_prob: float = 0.0):
         if not volumes:
             raise ValueError("no volumes to sample from")
         self.volumes = list(volumes)
@@ -209,6 +247,7 @@ class DefectSampleDataset(Dataset):
         self.defects = defects
         self.seed = seed
         self.min_foreground = min_foreground
+        self.distractor_prob = float(distractor_prob)
         w = np.array([max(v.fg.size, 1) for v in self.volumes], dtype=np.float64)
         self.weights = w / w.sum()  # by foreground: every neurite voxel is equally likely
 
@@ -224,7 +263,8 @@ class DefectSampleDataset(Dataset):
         vol = self.volumes[i]
         others = [v for j, v in enumerate(self.volumes) if j != i]
         return make_stage1_sample(vol.image, vol.gold, rng, self.crop_size, [v.gold for v in others],
-                                  self.defects, self.min_foreground, fg=vol.fg, other_fg=[v.fg for v in others])
+                                  self.defects, self.min_foreground, fg=vol.fg, other_fg=[v.fg for v in others],
+                                  distractor_prob=self.distractor_prob)
 
     def __getitem__(self, index: int) -> dict:
         return to_item(self.sample(index))
@@ -260,14 +300,18 @@ class Stage1DefectDataModule(L.LightningDataModule):
     validation from ``val_split`` (default ``val``), or the last ``val_cases`` training cases when the
     dataset has no val split. The validation set is ``val_samples`` fixed samples (same every epoch and
     run for one ``seed``); training draws fresh defects every epoch. Test splits are refused.
+    ``distractor_prob``: share of samples with a second, unnamed defect (see the module docstring).
     """
 
     def __init__(self, dataset="tiny", crop_size: Sequence[int] = (32, 64, 64),  # type: ignore[no-untyped-def]
                  batch_size: int = 2, num_workers: int = 0, samples_per_epoch: int = 256,
                  val_samples: int = 32, seed: int = 0, train_split: str | None = None,
                  val_split: str | None = None, val_cases: int = 1, max_cases: int | None = None,
-                 defects: DefectConfig | Mapping | None = None, min_foreground: int = 20):
+                 defects: DefectConfig | Mapping | None = None, min_foreground: int = 20,
+                 distractor_prob: float = 0.0):
         super().__init__()
+        if not 0.0 <= distractor_prob <= 1.0:
+            raise ValueError(f"distractor_prob must be in [0, 1], got {distractor_prob}")
         if batch_size < 1 or samples_per_epoch < 1 or val_samples < 0 or num_workers < 0:
             raise ValueError("batch_size and samples_per_epoch must be >= 1, val_samples and num_workers >= 0")
         self.dataset = dataset
@@ -281,6 +325,7 @@ class Stage1DefectDataModule(L.LightningDataModule):
         self.max_cases = max_cases
         self.defects = DefectConfig.build(defects)
         self.min_foreground = int(min_foreground)
+        self.distractor_prob = float(distractor_prob)
         self.train_volumes: list[GoldVolume] = []
         self.val_volumes: list[GoldVolume] = []
         self._val_items: list[dict] | None = None
@@ -306,14 +351,16 @@ class Stage1DefectDataModule(L.LightningDataModule):
         if self._val_items is None:
             self.setup()
             ds = DefectSampleDataset(self.val_volumes, self.crop_size, self.val_samples, self.defects,
-                                     seed=self.seed + 1_000_003, min_foreground=self.min_foreground)
+                                     seed=self.seed + 1_000_003, min_foreground=self.min_foreground,
+                                     distractor_prob=self.distractor_prob)
             self._val_items = [ds[i] for i in range(len(ds))]
         return self._val_items
 
     def train_dataloader(self) -> DataLoader:
         self.setup()
         ds = DefectSampleDataset(self.train_volumes, self.crop_size, self.samples_per_epoch, self.defects,
-                                 seed=None, min_foreground=self.min_foreground)
+                                 seed=None, min_foreground=self.min_foreground,
+                                 distractor_prob=self.distractor_prob)
         return DataLoader(ds, batch_size=self.batch_size, shuffle=False, num_workers=self.num_workers,
                           worker_init_fn=_worker_init if self.num_workers else None,
                           persistent_workers=self.num_workers > 0, drop_last=False)

@@ -33,7 +33,7 @@ from scipy import ndimage
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from neurorefiner.agents.instructions import Instruction, InstructionParseError, parse_instruction
+from neurorefiner.topology.instructions import Instruction, InstructionParseError, parse_instruction
 from neurorefiner.data.stage1 import (
     ListDataset,
     _triple,

@@ -3,7 +3,7 @@
 FN: :func:`make_break` cuts a neurite (local erosion with a kernel k in [5, 20]); FP:
 :func:`paste_annotation` copies another neuron's annotation into a local region and
 :func:`add_noise_blobs` adds Gaussian blobs. Each returns a :class:`Defect` (defective mask, target
-mask, :class:`~neurorefiner.agents.instructions.Instruction`) or None when the block offers no place
+mask, :class:`~neurorefiner.topology.instructions.Instruction`) or None when the block offers no place
 for that defect. :func:`make_defect` draws one of them.
 """
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import cc3d
 import numpy as np
 
-from neurorefiner.agents.instructions import Instruction
+from neurorefiner.topology.instructions import Instruction
 from neurorefiner.topology.positions import Position, locate
 
 DEFAULT_LONG_GAP = 10.0  # voxels; k in [5, 20] cuts give both forms

@@ -128,7 +128,11 @@ class TopoRefineModule(L.LightningModule):
             raise RuntimeError("TopoRefineModule has no text_encoder; pass one to embed instructions")
         return self.text_encoder.encode(list(instructions)).to(self.device)
 
-    def forward(self, image: torch.Tensor, mask: torch.Tensor, instructions: list[str]) -> torch.Tensor:
+    def forward(self, image: torch.Tensor, mask: torch.Tensor, instructions: list[str],
+                region: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits; ``region`` (the instructions' named sub-regions) reaches networks built to read it."""
+        if getattr(self.net, "region_channel", False):
+            return self.net(image, mask, self.embed(instructions), region=region)
         return self.net(image, mask, self.embed(instructions))
 
     def _swap(self, batch: dict[str, Any]) -> tuple[list[str], torch.Tensor, torch.Tensor]:
@@ -165,8 +169,8 @@ class TopoRefineModule(L.LightningModule):
 
     # -- Lightning -----------------------------------------------------------------------------------------
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
-        instr, target, _ = self._swap(batch)
-        logits = self(batch["image"], batch["mask"], instr)
+        instr, target, region = self._swap(batch)
+        logits = self(batch["image"], batch["mask"], instr, region)
         loss = self._loss(logits, target, batch["mask"])
         self.log("train/loss", loss, prog_bar=True, batch_size=len(instr))
         return loss
@@ -182,7 +186,7 @@ class TopoRefineModule(L.LightningModule):
     @torch.no_grad()
     def evaluate_batch(self, batch: dict[str, Any]) -> dict[str, float]:
         """Loss, Dice, Betti-0 error, adherence (and the input mask's Dice, for scale) of one batch."""
-        logits = self(batch["image"], batch["mask"], list(batch["instruction"]))
+        logits = self(batch["image"], batch["mask"], list(batch["instruction"]), batch["region"])
         target = batch["target"]
         pred = logits.argmax(1, keepdim=True).bool() if logits.shape[1] > 1 else logits > 0
         share, n_changed = adherence_per_sample(pred, batch["mask"], batch["region"])

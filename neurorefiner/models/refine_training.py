@@ -35,8 +35,29 @@ def _stage_node(cfg: DictConfig) -> tuple[str, DictConfig]:
     return stage, stages[stage]
 
 
+def widen_input_channels(state: dict[str, torch.Tensor], net: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """``state`` with first-layer convolution weights grown to ``net``'s extra input channels, the new
+    input slices set to zero: a network without the region channel then starts a region-channel network
+    that computes exactly what it did (the region's weights are learnt from there). Other mismatches are
+    left for ``load_state_dict`` to report."""
+    own = net.state_dict()
+    out = dict(state)
+    for key, value in state.items():
+        want = own.get(key)
+        if (want is None or want.shape == value.shape or value.ndim < 3 or value.ndim != want.ndim
+                or want.shape[0] != value.shape[0] or want.shape[2:] != value.shape[2:]
+                or want.shape[1] <= value.shape[1]):
+            continue
+        grown = torch.zeros_like(want)
+        grown[:, : value.shape[1]] = value
+        out[key] = grown
+    return out
+
+
 def load_net_weights(net: torch.nn.Module, path: str | Path) -> None:
-    """Initialise ``net`` from a TopoRefineNet checkpoint (Lightning file or our weights-only file)."""
+    """Initialise ``net`` from a TopoRefineNet checkpoint (Lightning file or our weights-only file); a
+    checkpoint without the region input channel can start a network with one
+    (:func:`widen_input_channels`)."""
     path = Path(path)
     if not path.exists():
         raise InputError("stage-1 checkpoint not found; run `python train.py +stage=1` first or set "
@@ -44,6 +65,7 @@ def load_net_weights(net: torch.nn.Module, path: str | Path) -> None:
     ckpt = torch.load(path, map_location="cpu", weights_only=False)
     state = ckpt.get("state_dict", ckpt)
     state = {k[len("net."):]: v for k, v in state.items() if k.startswith("net.")} or state
+    state = widen_input_channels(state, net)
     try:
         net.load_state_dict(state, strict=True)
     except RuntimeError as exc:

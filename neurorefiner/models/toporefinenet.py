@@ -4,11 +4,17 @@ Paper section 3.3: the image block and its current mask are concatenated and enc
 pyramid; the deepest features meet the (frozen) text embedding of the instruction in a fusion block
 (cross-attention by default); the decoder, with skip connections, outputs the corrected mask.
 
-Two additions, both small and both there for the job: (1) the bottleneck gets an embedding of each
+Three additions, all small and all there for the job: (1) the bottleneck gets an embedding of each
 cell's position inside the block, because the instruction names positions ("top-left-rear") that a
 translation-equivariant U-Net cannot otherwise tell apart; (2) the input mask is added to the output
 logits with a learned weight (``mask_skip``), so "leave this voxel alone" is the easy default and the
-network spends its capacity on the edit.
+network spends its capacity on the edit; (3) optionally (``region_channel``, beyond the paper) the
+sub-region the instruction names is given as a third input channel at full resolution. The text alone
+carries the place only through the bottleneck (1/8 resolution, 27 possible cells to learn from words);
+models trained on CPU budgets learned the operation from the text but not the place (see
+experiments/toporefinenet). The region map is computed from the parsed instruction by the same grammar
+code that writes it, so it adds no information the instruction does not hold; it only puts it where
+a convolution can use it.
 """
 
 from __future__ import annotations
@@ -38,12 +44,14 @@ class TopoRefineNet(nn.Module):
         norm_name: MONAI norm name for the conv blocks.
         position_embedding: add a learned embedding of block-relative coordinates at the bottleneck.
         mask_skip: add ``w * (2 * mask - 1)`` to the foreground-minus-background logit (w learned).
+        region_channel: take the instruction's named sub-region (B, 1, *spatial) as an extra input channel
+            (``forward(..., region=)``); ``in_channels`` still counts [image; mask] only.
     """
 
     def __init__(self, spatial_dims: int = 3, in_channels: int = 2, out_channels: int = 2,
                  channels: Sequence[int] = (8, 16, 32, 64), text_dim: int = 384, fusion: str = "cab",
                  fusion_kwargs: dict | None = None, fusion_depth: int = 1, norm_name: str = "instance",
-                 position_embedding: bool = True, mask_skip: bool = True) -> None:
+                 position_embedding: bool = True, mask_skip: bool = True, region_channel: bool = False) -> None:
         super().__init__()
         channels = tuple(int(c) for c in channels)
         if spatial_dims not in (2, 3):
@@ -63,9 +71,10 @@ class TopoRefineNet(nn.Module):
         self.spatial_dims, self.in_channels, self.out_channels = spatial_dims, in_channels, out_channels
         self.channels, self.text_dim, self.fusion_name = channels, text_dim, str(fusion)
         self.min_size = 2 ** (len(channels) - 1)
+        self.region_channel = bool(region_channel)
 
         self.encoder = nn.ModuleList()
-        prev = in_channels
+        prev = in_channels + int(self.region_channel)
         for i, ch in enumerate(channels):
             self.encoder.append(UnetResBlock(spatial_dims, prev, ch, kernel_size=3, stride=1 if i == 0 else 2,
                                              norm_name=norm_name))
@@ -110,9 +119,12 @@ class TopoRefineNet(nn.Module):
         return emb.permute(-1, *range(self.spatial_dims)).unsqueeze(0)
 
     # -- forward -------------------------------------------------------------------------------------------
-    def forward(self, image: torch.Tensor, mask: torch.Tensor, text_embedding: torch.Tensor) -> torch.Tensor:
+    def forward(self, image: torch.Tensor, mask: torch.Tensor, text_embedding: torch.Tensor,
+                region: torch.Tensor | None = None) -> torch.Tensor:
         """image, mask: (B, 1, *spatial) (or image with in_channels - 1 channels); text_embedding:
-        (B, text_dim) or (B, L, text_dim). Returns logits (B, out_channels, *spatial)."""
+        (B, text_dim) or (B, L, text_dim); region: (B, 1, *spatial) named sub-region, required when the
+        network was built with ``region_channel`` and ignored otherwise. Returns logits
+        (B, out_channels, *spatial)."""
         if image.ndim != self.spatial_dims + 2 or mask.ndim != self.spatial_dims + 2:
             raise ValueError(f"image and mask must be (B, C, *{self.spatial_dims} spatial dims), got "
                              f"{tuple(image.shape)} and {tuple(mask.shape)}")
@@ -124,7 +136,15 @@ class TopoRefineNet(nn.Module):
             raise ValueError(f"text_embedding must be (B={image.shape[0]}, {self.text_dim}), "
                              f"got {tuple(text_embedding.shape)}")
         mask = mask.to(image.dtype)
-        x, size = self._pad(torch.cat([image, mask], dim=1))
+        inputs = [image, mask]
+        if self.region_channel:
+            if region is None:
+                raise ValueError("this TopoRefineNet takes the instruction's region as input: pass region=")
+            if region.shape[0] != image.shape[0] or region.shape[2:] != image.shape[2:] or region.shape[1] != 1:
+                raise ValueError(f"region must be (B, 1, *spatial) like the mask {tuple(mask.shape)}, "
+                                 f"got {tuple(region.shape)}")
+            inputs.append(region.to(image.dtype))
+        x, size = self._pad(torch.cat(inputs, dim=1))
         skips = []
         for block in self.encoder:
             x = block(x)

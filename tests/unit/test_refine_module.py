@@ -137,3 +137,18 @@ def test_edit_weight_adds_ce_on_the_voxels_to_change():
     # nothing to change -> no extra term
     same = weighted._loss(logits, batch["mask"], batch["mask"]) - plain._loss(logits, batch["mask"], batch["mask"])
     assert same.item() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_region_channel_net_gets_the_swapped_region():
+    """With instruction swapping the network must see the region of the instruction it is given."""
+    net = TopoRefineNet(channels=(4, 8), text_dim=16, region_channel=True)
+    seen = []
+    net.register_forward_pre_hook(lambda mod, args, kwargs: seen.append(kwargs["region"].clone()),
+                                  with_kwargs=True)
+    mod = TopoRefineModule(net, HashingEncoder(dim=16), swap_instruction_prob=1.0)
+    mod.log = lambda *a, **k: None
+    batch = _batch()
+    mod.training_step(batch, 0)
+    assert torch.equal(seen[-1].bool(), batch["region"].flip(0).bool())
+    mod.evaluate_batch(batch)
+    assert torch.equal(seen[-1].bool(), batch["region"].bool())

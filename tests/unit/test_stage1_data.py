@@ -238,3 +238,27 @@ def test_stage_configs_build_the_datamodules(tmp_path, monkeypatch):
     dm2 = instantiate(node2.datamodule)
     assert isinstance(dm2, Stage2MinedDataModule) and dm2.writer is difference_writer
     assert dm2.init_masks_root == tmp_path / "cache" / "init_masks"
+
+
+def test_distractor_is_kept_in_the_target_and_away_from_the_named_place():
+    from scipy import ndimage as ndi
+
+    image, gold = neuron_volume(3)
+    rng = np.random.default_rng(5)
+    seen = 0
+    for _ in range(12):
+        s = make_stage1_sample(image, gold, rng, CROP, distractor_prob=1.0)
+        if not s["distractor"]:
+            continue
+        seen += 1
+        crop_gold = crop_padded(gold, s["start"], CROP)
+        named = s["mask"] ^ s["target"]  # what the instruction asks to change
+        unnamed = s["target"] ^ crop_gold  # the distractor: in input and target alike
+        assert named.any() and unnamed.any()
+        assert not (unnamed & ndi.binary_dilation(s["region"], iterations=4)).any()
+        assert not (named & unnamed).any()
+    assert seen >= 6
+    plain = make_stage1_sample(image, gold, np.random.default_rng(5), CROP)
+    assert plain["distractor"] == ""
+    with pytest.raises(ValueError, match="distractor_prob"):
+        make_stage1_sample(image, gold, rng, CROP, distractor_prob=1.5)

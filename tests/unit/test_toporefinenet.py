@@ -94,3 +94,36 @@ def test_learns_to_edit_where_the_text_says(fusion):
     pred = net(x, m, t).argmax(1)
     acc = (pred == target).float().mean()
     assert acc > 0.95, float(acc)
+
+
+def test_region_channel_is_an_input_and_required():
+    torch.manual_seed(0)
+    net = TopoRefineNet(channels=(4, 8), text_dim=3, region_channel=True).eval()
+    assert net.encoder[0].conv1.conv.in_channels == 3
+    x, m, t = torch.rand(1, 1, 4, 8, 8), torch.zeros(1, 1, 4, 8, 8), torch.rand(1, 3)
+    with pytest.raises(ValueError, match="region"):
+        net(x, m, t)
+    with pytest.raises(ValueError, match="region must be"):
+        net(x, m, t, region=torch.zeros(1, 1, 4, 8, 7))
+    left, right = torch.zeros(1, 1, 4, 8, 8), torch.zeros(1, 1, 4, 8, 8)
+    left[..., :4], right[..., 4:] = 1, 1
+    assert not torch.allclose(net(x, m, t, region=left), net(x, m, t, region=right))
+    plain = TopoRefineNet(channels=(4, 8), text_dim=3).eval()
+    assert torch.equal(plain(x, m, t, region=left), plain(x, m, t))  # ignored without the channel
+
+
+def test_two_channel_weights_start_a_region_channel_net_unchanged(tmp_path):
+    from neurorefiner.models.refine_training import load_net_weights
+
+    torch.manual_seed(0)
+    old = TopoRefineNet(channels=(4, 8), text_dim=3).eval()
+    path = tmp_path / "old.ckpt"
+    torch.save({"state_dict": {f"net.{k}": v for k, v in old.state_dict().items()}}, path)
+    new = TopoRefineNet(channels=(4, 8), text_dim=3, region_channel=True).eval()
+    load_net_weights(new, path)
+    x, m, t = torch.rand(1, 1, 4, 8, 8), torch.zeros(1, 1, 4, 8, 8), torch.rand(1, 3)
+    region = torch.ones(1, 1, 4, 8, 8)
+    assert torch.allclose(new(x, m, t, region=region), old(x, m, t), atol=1e-6)
+    other = TopoRefineNet(channels=(4, 16), text_dim=3, region_channel=True)
+    with pytest.raises(Exception, match="does not fit"):
+        load_net_weights(other, path)

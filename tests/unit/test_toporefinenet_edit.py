@@ -100,3 +100,41 @@ def test_edit_bad_input_one_line_exit_2(stack, ckpt, tmp_path, args, msg):
     res = runner.invoke(app, ["edit", str(img), str(msk), *args, "--out", str(out), "--checkpoint", str(ckpt)])
     assert res.exit_code == 2 and msg in res.output and "Traceback" not in res.output
     assert not out.exists()
+
+
+class _FlipEverything(torch.nn.Module):
+    """A stand-in network that turns every voxel on: shows what confinement keeps."""
+
+    spatial_dims, text_dim, region_channel = 3, 16, True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen_region = None
+
+    def forward(self, image, mask, emb, region=None):
+        self.seen_region = region
+        return torch.cat([torch.zeros_like(image), torch.ones_like(image)], dim=1)
+
+    @staticmethod
+    def probabilities(logits):
+        return torch.softmax(logits, dim=1)[:, 1:2]
+
+
+def test_edit_is_confined_to_the_named_place_and_region_reaches_the_net():
+    from neurorefiner.models.text_encoders import HashingEncoder
+    from neurorefiner.topology.instructions import parse_instruction
+
+    net = _FlipEverything()
+    shape = (9, 30, 30)
+    img, msk = np.zeros(shape, np.float32), np.zeros(shape, bool)
+    ins = "Repair break at top-left-front"
+    named = parse_instruction(ins).region(shape)
+    raw = TopoRefiner(net, HashingEncoder(dim=16), confine_margin=None).edit(img, msk, ins)
+    assert raw.all()
+    assert np.array_equal(net.seen_region[0, 0].numpy() > 0, named)
+    tight = TopoRefiner(net, HashingEncoder(dim=16), confine_margin=0).edit(img, msk, ins)
+    assert np.array_equal(tight, named)
+    loose = TopoRefiner(net, HashingEncoder(dim=16), confine_margin=2).edit(img, msk, ins)
+    assert named.sum() < loose.sum() < loose.size and not loose[-1, -1, -1]
+    with pytest.raises(InputError, match="cannot read instruction"):
+        TopoRefiner(net, HashingEncoder(dim=16)).edit(img, msk, "make it nicer please")
