@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 
-from neurorefiner.topology.instructions import Instruction
 from neurorefiner.defects.describe import DEFAULT_LONG_GAP, betti0, describe_change
+from neurorefiner.topology.instructions import Instruction
 
 
 @dataclass

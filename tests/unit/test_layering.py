@@ -44,7 +44,8 @@ def test_no_import_from_a_higher_layer(path: Path) -> None:
     for module in _imports(path):
         sub = _subpackage(module)
         if sub in LAYER:
-            assert LOW_LEVEL_MODULES.get(module, LAYER[sub]) <= own, f"{path.relative_to(PACKAGE)} imports {module} from a higher layer"
+            layer = LOW_LEVEL_MODULES.get(module, LAYER[sub])
+            assert layer <= own, f"{path.relative_to(PACKAGE)} imports {module} from a higher layer"
 
 
 def test_grammar_has_one_definition_under_two_names() -> None:
