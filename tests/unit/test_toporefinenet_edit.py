@@ -93,6 +93,7 @@ def test_edit_command_changes_only_the_block(stack, ckpt, tmp_path):
 @pytest.mark.parametrize("args,msg", [
     (["--instruction", "make it nicer"], "Repair break at <position>"),  # the grammar is listed
     (["--instruction", "Repair break at top-left-rear", "--block", "0:99,0:5,0:5"], "--block"),
+    (["--instruction", "Repair break at top-left-rear", "--confine-margin", "-3"], "--confine-margin"),
 ])
 def test_edit_bad_input_one_line_exit_2(stack, ckpt, tmp_path, args, msg):
     img, msk, _ = stack

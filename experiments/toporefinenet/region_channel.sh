@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The region-channel TopoRefineNet (checkpoints/toporefinenet.ckpt since 2026-11-30), trained on the 2-core
+# CPU, and the instruction-following tables of README section 5. Run from anywhere; STEP selects a part:
+#   STEP=s1    stage 1: the shipped GPU stage-1 weights widened to the region channel, continued on CPU
+#   STEP=s2    stage 2 from that, on crops mined from the CPU segmenters' masks of OP_1-OP_5
+#   STEP=eval  the tables (single defects; defects with an unnamed distractor), raw and confined edits
+#   STEP=fusion  Table 6 on our data: CAB / AdaLN / CDP with the region channel, same budget (multirun)
+#   STEP=ship  copy the two-stage checkpoint into checkpoints/ and write its card
+# Data: synthetic defects cut into DIADEM gold masks, OP_1-OP_5 train, OP_6 validation/evaluation;
+# OP_7-OP_9 are never used.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY=${PY:-.venv/bin/python}
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 WANDB_MODE=${WANDB_MODE:-offline}
+Q="trainer.enable_progress_bar=false trainer.enable_checkpointing=false trainer.log_every_n_steps=20"
+S1="train.py +stage=1 paths.checkpoint_dir=outputs/cpu_region_s1 stages.1.init_from=checkpoints/toporefinenet_stage1.ckpt stages.1.lr=5e-4 stages.1.max_steps=2000 +trainer.max_time=00:00:38:00 $Q"
+SNAP="mkdir -p outputs/init_masks_dev_snapshot && cp -a data/cache/init_masks_dev/diadem outputs/init_masks_dev_snapshot/"
+S2="train.py +stage=2 paths.checkpoint_dir=outputs/cpu_region_s2 stages.2.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.max_steps=600 +trainer.max_time=00:00:12:00 $Q"
+FUSION="train.py -m +stage=1 model.net.fusion=cab,adaln,cdp paths.checkpoint_dir=outputs/region_fusion/\${model.net.fusion} stages.1.max_steps=500 +trainer.max_time=00:00:09:00 $Q"
+EVAL="experiments/toporefinenet/evaluate_instructions.py --n 64 --confine 4"
+R=experiments/toporefinenet/results
+case "${STEP:-}" in
+  s1) $PY $S1 ;;
+  s2) [[ -d outputs/init_masks_dev_snapshot/diadem ]] || eval "$SNAP"; $PY $S2 ;;
+  eval)
+    mkdir -p outputs/gpu_text_only  # the text-only GPU checkpoint shipped before the region channel
+    [[ -f outputs/gpu_text_only/toporefinenet.ckpt ]] || git show e865592:checkpoints/toporefinenet.ckpt > outputs/gpu_text_only/toporefinenet.ckpt
+    for d in 0.0 1.0; do
+      $PY $EVAL --ckpt outputs/gpu_text_only/toporefinenet.ckpt --label "text only (GPU, shipped before)" \
+        --ckpt outputs/cpu_region_s1/toporefinenet_stage1.ckpt --label "region channel, stage 1" \
+        --ckpt outputs/cpu_region_s2/toporefinenet_stage2.ckpt --label "region channel, two-stage" \
+        --out $R/region_channel_distractor$d stages.1.datamodule.distractor_prob=$d
+    done ;;
+  fusion)
+    $PY $FUSION
+    $PY $EVAL --ckpt outputs/region_fusion/cab/toporefinenet_stage1.ckpt --label CAB \
+      --ckpt outputs/region_fusion/adaln/toporefinenet_stage1.ckpt --label AdaLN \
+      --ckpt outputs/region_fusion/cdp/toporefinenet_stage1.ckpt --label CDP \
+      --out $R/fusion_ablation_region_500steps stages.1.datamodule.distractor_prob=0.0 ;;
+  ship)
+    cp outputs/cpu_region_s1/toporefinenet_stage1.ckpt outputs/cpu_region_s1/toporefinenet_stage1.json outputs/cpu_region_s2/
+    $PY experiments/toporefinenet/make_checkpoint_card.py --src outputs/cpu_region_s2 --name toporefinenet --stages 1 2 \
+      --command1 "python $S1" --command2 "python $S2" \
+      --machine "the shared 2-core development CPU, 1 torch thread (another training job on the other core)" \
+      --history "Stage 1 starts from the previously shipped GPU stage-1 weights (1479 steps on an H200 at 64 x 128 x 128, batch 8; card in git history of checkpoints/toporefinenet.md), widened to the region input channel with zero weights (neurorefiner.models.refine_training.widen_input_channels), then trained on CPU with the region channel, distractor defects (0.3) and instruction swapping (0.25)." \
+      --data "stage 1 = synthetic defects (conf/refine_stage/stage1.yaml: breaks by erosion k in [5, 20], pasted foreign annotation, Gaussian noise blobs; 30 % of crops with a second, unnamed defect) cut into the gold masks of DIADEM OP_1-OP_5, crops (z, y, x) 32 x 64 x 64, batch 2, validation = 32 fixed defects on OP_6. Stage 2 = crops mined (Stage2MinedDataModule, difference_writer instructions, target local) from the CPU segmenters' masks (unet3d, nnunet_style) of OP_1-OP_5 (data/cache/init_masks_dev), validation on OP_6 crops. OP_7-OP_9 never used." ;;
+  *) echo "set STEP=s1|s2|eval|fusion|ship" >&2; exit 2 ;;
+esac
