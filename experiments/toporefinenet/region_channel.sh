@@ -4,7 +4,8 @@
 #   STEP=s1    stage 1: the shipped GPU stage-1 weights widened to the region channel, continued on CPU
 #   STEP=s2    stage 2 from that, on crops mined from the CPU segmenters' masks of OP_1-OP_5
 #   STEP=eval  the tables (single defects; defects with an unnamed distractor), raw and confined edits
-#   STEP=fusion  Table 6 on our data: CAB / AdaLN / CDP with the region channel, same budget (multirun)
+#   STEP=fusion  Table 6 on our data: CAB / AdaLN / CDP with the region channel (multirun); each starts from
+#              the stage-1 U-Net body above with its fusion block fresh, and gets the same 500 steps
 #   STEP=ship  copy the two-stage checkpoint into checkpoints/ and write its card
 # Data: synthetic defects cut into DIADEM gold masks, OP_1-OP_5 train, OP_6 validation/evaluation;
 # OP_7-OP_9 are never used.
@@ -16,7 +17,7 @@ Q="trainer.enable_progress_bar=false trainer.enable_checkpointing=false trainer.
 S1="train.py +stage=1 paths.checkpoint_dir=outputs/cpu_region_s1 stages.1.init_from=checkpoints/toporefinenet_stage1.ckpt stages.1.lr=5e-4 stages.1.max_steps=2000 +trainer.max_time=00:00:38:00 $Q"
 SNAP="mkdir -p outputs/init_masks_dev_snapshot && cp -a data/cache/init_masks_dev/diadem outputs/init_masks_dev_snapshot/"
 S2="train.py +stage=2 paths.checkpoint_dir=outputs/cpu_region_s2 stages.2.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.max_steps=600 +trainer.max_time=00:00:12:00 $Q"
-FUSION="train.py -m +stage=1 model.net.fusion=cab,adaln,cdp paths.checkpoint_dir=outputs/region_fusion/\${model.net.fusion} stages.1.max_steps=500 +trainer.max_time=00:00:09:00 $Q"
+FUSION="train.py -m +stage=1 model.net.fusion=cab,adaln,cdp paths.checkpoint_dir=outputs/region_fusion/\${model.net.fusion} stages.1.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.1.init_exclude=[fusion.] stages.1.lr=5e-4 stages.1.max_steps=500 +trainer.max_time=00:00:09:00 $Q"
 EVAL="experiments/toporefinenet/evaluate_instructions.py --n 64 --confine 4"
 R=experiments/toporefinenet/results
 case "${STEP:-}" in
@@ -36,7 +37,7 @@ case "${STEP:-}" in
     $PY $EVAL --ckpt outputs/region_fusion/cab/toporefinenet_stage1.ckpt --label CAB \
       --ckpt outputs/region_fusion/adaln/toporefinenet_stage1.ckpt --label AdaLN \
       --ckpt outputs/region_fusion/cdp/toporefinenet_stage1.ckpt --label CDP \
-      --out $R/fusion_ablation_region_500steps stages.1.datamodule.distractor_prob=0.0 ;;
+      --out $R/fusion_ablation_region stages.1.datamodule.distractor_prob=0.0 ;;
   ship)
     cp outputs/cpu_region_s1/toporefinenet_stage1.ckpt outputs/cpu_region_s1/toporefinenet_stage1.json outputs/cpu_region_s2/
     $PY experiments/toporefinenet/make_checkpoint_card.py --src outputs/cpu_region_s2 --name toporefinenet --stages 1 2 \

@@ -54,10 +54,12 @@ def widen_input_channels(state: dict[str, torch.Tensor], net: torch.nn.Module) -
     return out
 
 
-def load_net_weights(net: torch.nn.Module, path: str | Path) -> None:
+def load_net_weights(net: torch.nn.Module, path: str | Path, exclude: tuple[str, ...] | list[str] = ()) -> None:
     """Initialise ``net`` from a TopoRefineNet checkpoint (Lightning file or our weights-only file); a
     checkpoint without the region input channel can start a network with one
-    (:func:`widen_input_channels`)."""
+    (:func:`widen_input_channels`). Parameters whose names start with a prefix in ``exclude`` (e.g.
+    ``fusion.``) keep their fresh initialisation: a fusion ablation can then share one trained U-Net body
+    and give every fusion block the same budget from scratch."""
     path = Path(path)
     if not path.exists():
         raise InputError("stage-1 checkpoint not found; run `python train.py +stage=1` first or set "
@@ -65,8 +67,12 @@ def load_net_weights(net: torch.nn.Module, path: str | Path) -> None:
     ckpt = torch.load(path, map_location="cpu", weights_only=False)
     state = ckpt.get("state_dict", ckpt)
     state = {k[len("net."):]: v for k, v in state.items() if k.startswith("net.")} or state
+    exclude = tuple(str(e) for e in exclude)
+    state = {k: v for k, v in state.items() if not k.startswith(exclude)} if exclude else state
     state = widen_input_channels(state, net)
     try:
+        if exclude:
+            state = {**{k: v for k, v in net.state_dict().items() if k.startswith(exclude)}, **state}
         net.load_state_dict(state, strict=True)
     except RuntimeError as exc:
         first = str(exc).splitlines()[1:3]
@@ -110,7 +116,7 @@ def train_refiner(cfg: DictConfig) -> dict[str, float]:
     module.record_configs(OmegaConf.to_container(cfg.model.net, resolve=True),
                           OmegaConf.to_container(cfg.text_encoder, resolve=True))
     if node.get("init_from"):
-        load_net_weights(module.net, node.init_from)
+        load_net_weights(module.net, node.init_from, exclude=tuple(node.get("init_exclude") or ()))
 
     overrides: dict[str, Any] = {"logger": _loggers(cfg) or False, "enable_checkpointing": False}
     if node.get("max_steps") is not None:

@@ -127,3 +127,21 @@ def test_two_channel_weights_start_a_region_channel_net_unchanged(tmp_path):
     other = TopoRefineNet(channels=(4, 16), text_dim=3, region_channel=True)
     with pytest.raises(Exception, match="does not fit"):
         load_net_weights(other, path)
+
+
+def test_init_can_leave_the_fusion_fresh(tmp_path):
+    """Fusion ablation: the U-Net body comes from the checkpoint, the (other) fusion block stays fresh."""
+    from neurorefiner.models.refine_training import load_net_weights
+
+    torch.manual_seed(0)
+    cab = TopoRefineNet(channels=(4, 8), text_dim=3, fusion="cab", region_channel=True)
+    path = tmp_path / "cab.ckpt"
+    torch.save({"state_dict": {f"net.{k}": v for k, v in cab.state_dict().items()}}, path)
+    adaln = TopoRefineNet(channels=(4, 8), text_dim=3, fusion="adaln", region_channel=True)
+    fresh = {k: v.clone() for k, v in adaln.state_dict().items() if k.startswith("fusion.")}
+    with pytest.raises(Exception, match="does not fit"):
+        load_net_weights(adaln, path)
+    load_net_weights(adaln, path, exclude=["fusion."])
+    state = adaln.state_dict()
+    assert all(torch.equal(state[k], v) for k, v in fresh.items())
+    assert torch.equal(state["encoder.0.conv1.conv.weight"], cab.state_dict()["encoder.0.conv1.conv.weight"])
