@@ -85,13 +85,15 @@ def edit_figures(pred, mask, gold, named_region, true_region) -> dict:
     }
 
 
-def load_samples(n: int, seed: int, overrides: list[str]) -> list[dict]:
+def load_samples(n: int, seed: int, overrides: list[str], stage: int = 1) -> list[dict]:
+    """The fixed validation samples of a stage's datamodule: stage 1 = synthetic defects, stage 2 = crops
+    mined from the segmenters' real errors (its target as configured, ``local`` by default)."""
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose("train", overrides=["+stage=1", f"seed={seed}", *overrides])
-    dm = instantiate(cfg.stages["1"].datamodule, val_samples=n)
+        cfg = compose("train", overrides=[f"+stage={stage}", f"seed={seed}", *overrides])
+    dm = instantiate(cfg.stages[str(stage)].datamodule, val_samples=n)
     return dm.val_items()
 
 
@@ -104,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="output folder (rows.csv, summary.md)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu", help="torch device for the network (cpu, cuda)")
+    ap.add_argument("--stage", type=int, choices=(1, 2), default=1,
+                    help="1: synthetic defects (stage-1 validation); 2: crops mined from segmenter errors")
     ap.add_argument("--confine", type=int, default=None, metavar="M",
                     help="also report the edits confined to the named place grown by M voxels")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides for the data (e.g. dataset=tiny)")
@@ -120,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     labels = args.label or [Path(c).stem for c in args.ckpt]
     if len(labels) != len(args.ckpt):
         ap.error("give one --label per --ckpt")
-    samples = load_samples(args.n, args.seed, args.overrides)
+    samples = load_samples(args.n, args.seed, args.overrides, args.stage)
     rows: list[dict] = []
     models: list[str] = []
     for label, ckpt in zip(labels, args.ckpt, strict=True):
@@ -160,7 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    lines = [f"Synthetic stage-1 defects (DIADEM OP_6 gold masks), n = {len(samples)} per condition. "
+    what = ("Synthetic stage-1 defects (DIADEM OP_6 gold masks)" if args.stage == 1 else
+            "Crops of OP_6 mined from the CPU segmenters' real errors (stage-2 validation; target = gold inside "
+            "the named region)")
+    lines = [f"{what}, n = {len(samples)} per condition; data overrides: {' '.join(args.overrides) or 'none'}. "
              "Mean (adherence over edits that changed something; that count in brackets).", "",
              "| model | condition | adherence | fixed | dice_defect | betti0_err | changed voxels |",
              "|---|---|---|---|---|---|---|"]

@@ -2,7 +2,9 @@
 # The region-channel TopoRefineNet (checkpoints/toporefinenet.ckpt since 2026-11-30), trained on the 2-core
 # CPU, and the instruction-following tables of README section 5. Run from anywhere; STEP selects a part:
 #   STEP=s1    stage 1: the shipped GPU stage-1 weights widened to the region channel, continued on CPU
-#   STEP=s2    stage 2 from that, on crops mined from the CPU segmenters' masks of OP_1-OP_5
+#   STEP=s2    stage 2 from that, on crops mined from the CPU segmenters' masks of OP_1-OP_5 (target
+#              "instructed": only the named operation in the named place); STEP=s2local: the same with
+#              target "local" (gold in the named place, whatever the operation), for comparison
 #   STEP=eval  the tables (single defects; defects with an unnamed distractor), raw and confined edits
 #   STEP=fusion  Table 6 on our data: CAB / AdaLN / CDP with the region channel (multirun); each starts from
 #              the stage-1 U-Net body above with its fusion block fresh, and gets the same 500 steps
@@ -16,6 +18,7 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 WANDB_MODE=${WANDB_MODE:-offline}
 Q="trainer.enable_progress_bar=false trainer.enable_checkpointing=false trainer.log_every_n_steps=20"
 S1="train.py +stage=1 paths.checkpoint_dir=outputs/cpu_region_s1 stages.1.init_from=checkpoints/toporefinenet_stage1.ckpt stages.1.lr=5e-4 stages.1.max_steps=2000 +trainer.max_time=00:00:38:00 $Q"
 SNAP="mkdir -p outputs/init_masks_dev_snapshot && cp -a data/cache/init_masks_dev/diadem outputs/init_masks_dev_snapshot/"
+S2L="train.py +stage=2 paths.checkpoint_dir=outputs/cpu_region_s2_local stages.2.datamodule.target=local stages.2.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.max_steps=600 +trainer.max_time=00:00:12:00 $Q"
 S2="train.py +stage=2 paths.checkpoint_dir=outputs/cpu_region_s2 stages.2.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.max_steps=600 +trainer.max_time=00:00:12:00 $Q"
 FUSION="train.py -m +stage=1 model.net.fusion=cab,adaln,cdp paths.checkpoint_dir=outputs/region_fusion/\${model.net.fusion} stages.1.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.1.init_exclude=[fusion.] stages.1.lr=5e-4 stages.1.max_steps=500 +trainer.max_time=00:00:09:00 $Q"
 EVAL="experiments/toporefinenet/evaluate_instructions.py --n 64 --confine 4"
@@ -23,15 +26,19 @@ R=experiments/toporefinenet/results
 case "${STEP:-}" in
   s1) $PY $S1 ;;
   s2) [[ -d outputs/init_masks_dev_snapshot/diadem ]] || eval "$SNAP"; $PY $S2 ;;
+  s2local) [[ -d outputs/init_masks_dev_snapshot/diadem ]] || eval "$SNAP"; $PY $S2L ;;
   eval)
     mkdir -p outputs/gpu_text_only  # the text-only GPU checkpoint shipped before the region channel
     [[ -f outputs/gpu_text_only/toporefinenet.ckpt ]] || git show e865592:checkpoints/toporefinenet.ckpt > outputs/gpu_text_only/toporefinenet.ckpt
-    for d in 0.0 1.0; do
-      $PY $EVAL --ckpt outputs/gpu_text_only/toporefinenet.ckpt --label "text only (GPU, shipped before)" \
-        --ckpt outputs/cpu_region_s1/toporefinenet_stage1.ckpt --label "region channel, stage 1" \
-        --ckpt outputs/cpu_region_s2/toporefinenet_stage2.ckpt --label "region channel, two-stage" \
-        --out $R/region_channel_distractor$d stages.1.datamodule.distractor_prob=$d
-    done ;;
+    M_TEXT=(--ckpt outputs/gpu_text_only/toporefinenet.ckpt --label "text only (GPU, shipped before)")
+    M_S1=(--ckpt outputs/cpu_region_s1/toporefinenet_stage1.ckpt --label "region channel, stage 1")
+    M_S2=(--ckpt outputs/cpu_region_s2/toporefinenet_stage2.ckpt --label "region channel, two-stage")
+    M_S2L=(--ckpt outputs/cpu_region_s2_local/toporefinenet_stage2.ckpt --label "region channel, two-stage (local target)")
+    $PY $EVAL "${M_TEXT[@]}" "${M_S1[@]}" "${M_S2[@]}" "${M_S2L[@]}" --out $R/region_channel_synthetic \
+      stages.1.datamodule.distractor_prob=0.0
+    $PY $EVAL "${M_S1[@]}" "${M_S2[@]}" --out $R/region_channel_synthetic_distractors stages.1.datamodule.distractor_prob=1.0
+    $PY $EVAL --stage 2 "${M_TEXT[@]}" "${M_S1[@]}" "${M_S2[@]}" "${M_S2L[@]}" --out $R/region_channel_mined \
+      stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.datamodule.target=instructed ;;
   fusion)
     $PY $FUSION
     $PY $EVAL --ckpt outputs/region_fusion/cab/toporefinenet_stage1.ckpt --label CAB \

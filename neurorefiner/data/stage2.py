@@ -33,7 +33,6 @@ from scipy import ndimage
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from neurorefiner.topology.instructions import Instruction, InstructionParseError, parse_instruction
 from neurorefiner.data.stage1 import (
     ListDataset,
     _triple,
@@ -48,6 +47,7 @@ from neurorefiner.errors import InputError
 from neurorefiner.io import read_mask
 from neurorefiner.io.atomic import atomic_path
 from neurorefiner.paths import cache_dir
+from neurorefiner.topology.instructions import Instruction, InstructionParseError, parse_instruction
 
 log = logging.getLogger(__name__)
 
@@ -262,6 +262,25 @@ class _Volumes:
         return self.images[key], self.masks[mkey], self.golds[key]
 
 
+TARGETS = ("gold", "local", "instructed")
+
+
+def mined_target(kind: str, mask: np.ndarray, gold: np.ndarray, region: np.ndarray, op: str) -> np.ndarray:
+    """What a mined crop should become: ``gold`` the whole gold crop (the paper); ``local`` gold inside
+    the named region, the input mask elsewhere; ``instructed`` as ``local`` but only the named operation
+    (connect / repair only add gold voxels, remove only deletes non-gold ones), so that the operation word
+    decides the edit as it does in stage 1's swapped samples."""
+    if kind == "gold":
+        return gold
+    if kind == "local":
+        return np.where(region, gold, mask)
+    if kind == "instructed":
+        if op == "remove":
+            return mask & (gold | ~region)
+        return mask | (gold & region)
+    raise ValueError(f"target must be one of {TARGETS}, got {kind!r}")
+
+
 class MinedCropDataset(Dataset):
     """Mined crops as batch items; ``augment`` mirrors the crop along random axes and mirrors the
     instruction's positions with it (left <-> right etc.), so the words still name the right place."""
@@ -290,7 +309,7 @@ class MinedCropDataset(Dataset):
                 img, m, g = (np.flip(a, axis=axes) for a in (img, m, g))
                 instruction = instruction.flipped(axes)
         region = instruction.region(self.size)
-        target = g if self.target == "gold" else np.where(region, g, m)
+        target = mined_target(self.target, m, g, region, instruction.op)
         return {"image": img, "mask": m, "target": target, "region": region,
                 "instruction": instruction.format(), "instruction_obj": instruction}
 
@@ -311,7 +330,8 @@ class Stage2MinedDataModule(L.LightningDataModule):
     case(s) when there are more cases than that, else every ``1/val_fraction``-th crop; at most
     ``val_samples`` of them (evenly spaced); fixed.
     ``writer``: the instruction writer (callable, dotted path, or None for :func:`difference_writer`).
-    ``target``: ``gold`` (the paper: the gold crop) or ``local`` (gold inside the instruction's region,
+    ``target``: see :func:`mined_target` — ``gold`` (the paper: the gold crop), ``instructed`` (only the
+    named operation, only inside the named region) or ``local`` (gold inside the instruction's region,
     the input mask elsewhere: teaches to edit only where told).
     """
 
@@ -327,8 +347,8 @@ class Stage2MinedDataModule(L.LightningDataModule):
         super().__init__()
         if batch_size < 1 or samples_per_epoch < 1 or num_workers < 0:
             raise ValueError("batch_size and samples_per_epoch must be >= 1, num_workers >= 0")
-        if target not in ("gold", "local"):
-            raise ValueError(f"target must be 'gold' or 'local', got {target!r}")
+        if target not in TARGETS:
+            raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
         if not 0.0 < val_fraction < 1.0:
             raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
         self.dataset = dataset

@@ -221,3 +221,25 @@ def _dilate_n(mask, n):
     from scipy import ndimage
 
     return ndimage.binary_dilation(mask, np.ones((3, 3, 3), bool), iterations=n)
+
+
+def test_mined_targets_follow_the_named_operation_and_place():
+    from neurorefiner.data.stage2 import mined_target
+
+    gold = np.zeros((1, 4, 4), bool)
+    gold[0, 1, :] = True  # a neurite along row 1
+    mask = gold.copy()
+    mask[0, 1, 1] = False  # a break inside the region
+    mask[0, 3, 0] = True  # noise inside the region
+    mask[0, 3, 3] = True  # noise outside it
+    region = np.zeros_like(gold)
+    region[0, :, :2] = True
+    assert np.array_equal(mined_target("gold", mask, gold, region, "repair"), gold)
+    local = mined_target("local", mask, gold, region, "repair")
+    assert local[0, 1, 1] and not local[0, 3, 0] and local[0, 3, 3]
+    add = mined_target("instructed", mask, gold, region, "repair")
+    assert add[0, 1, 1] and add[0, 3, 0] and add[0, 3, 3]  # repairs; removes nothing
+    rm = mined_target("instructed", mask, gold, region, "remove")
+    assert not rm[0, 1, 1] and not rm[0, 3, 0] and rm[0, 3, 3]  # removes in the region; adds nothing
+    with pytest.raises(ValueError, match="target must be"):
+        mined_target("everything", mask, gold, region, "repair")
