@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     if last > 1:
         shutil.copyfile(args.src / "toporefinenet_stage1.ckpt", dst / f"{args.name}_stage1.ckpt")
         (dst / f"{args.name}_stage1.md").write_text(card(f"{args.name}_stage1", [1], args.src, commands, args.data,
-                                                         args.machine))
+                                                         args.machine, args.history))
     print(f"wrote {dst / (args.name + '.ckpt')} and its card")
     return 0
 

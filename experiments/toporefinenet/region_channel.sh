@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 WANDB_MODE=${WANDB_MODE:-offline}
 Q="trainer.enable_progress_bar=false trainer.enable_checkpointing=false trainer.log_every_n_steps=20"
-S1="train.py +stage=1 paths.checkpoint_dir=outputs/cpu_region_s1 stages.1.init_from=checkpoints/toporefinenet_stage1.ckpt stages.1.lr=5e-4 stages.1.max_steps=2000 +trainer.max_time=00:00:38:00 $Q"
+S1="train.py +stage=1 paths.checkpoint_dir=outputs/cpu_region_s1 stages.1.init_from=outputs/gpu_text_only/toporefinenet_stage1.ckpt stages.1.lr=5e-4 stages.1.max_steps=2000 +trainer.max_time=00:00:38:00 $Q"
 SNAP="mkdir -p outputs/init_masks_dev_snapshot && cp -a data/cache/init_masks_dev/diadem outputs/init_masks_dev_snapshot/"
 S2L="train.py +stage=2 paths.checkpoint_dir=outputs/cpu_region_s2_local stages.2.datamodule.target=local stages.2.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.max_steps=600 +trainer.max_time=00:00:12:00 $Q"
 S2="train.py +stage=2 paths.checkpoint_dir=outputs/cpu_region_s2 stages.2.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.max_steps=600 +trainer.max_time=00:00:12:00 $Q"
@@ -24,7 +24,10 @@ FUSION="train.py -m +stage=1 model.net.fusion=cab,adaln,cdp paths.checkpoint_dir
 EVAL="experiments/toporefinenet/evaluate_instructions.py --n 64 --confine 4"
 R=experiments/toporefinenet/results
 case "${STEP:-}" in
-  s1) $PY $S1 ;;
+  s1)
+    mkdir -p outputs/gpu_text_only  # the GPU stage-1 weights shipped before the region channel
+    [[ -f outputs/gpu_text_only/toporefinenet_stage1.ckpt ]] || git show e865592:checkpoints/toporefinenet_stage1.ckpt > outputs/gpu_text_only/toporefinenet_stage1.ckpt
+    $PY $S1 ;;
   s2) [[ -d outputs/init_masks_dev_snapshot/diadem ]] || eval "$SNAP"; $PY $S2 ;;
   s2local) [[ -d outputs/init_masks_dev_snapshot/diadem ]] || eval "$SNAP"; $PY $S2L ;;
   eval)
@@ -50,7 +53,10 @@ case "${STEP:-}" in
     $PY experiments/toporefinenet/make_checkpoint_card.py --src outputs/cpu_region_s2 --name toporefinenet --stages 1 2 \
       --command1 "python $S1" --command2 "python $S2" \
       --machine "the shared 2-core development CPU, 1 torch thread (another training job on the other core)" \
-      --history "Stage 1 starts from the previously shipped GPU stage-1 weights (1479 steps on an H200 at 64 x 128 x 128, batch 8; card in git history of checkpoints/toporefinenet.md), widened to the region input channel with zero weights (neurorefiner.models.refine_training.widen_input_channels), then trained on CPU with the region channel, distractor defects (0.3) and instruction swapping (0.25)." \
-      --data "stage 1 = synthetic defects (conf/refine_stage/stage1.yaml: breaks by erosion k in [5, 20], pasted foreign annotation, Gaussian noise blobs; 30 % of crops with a second, unnamed defect) cut into the gold masks of DIADEM OP_1-OP_5, crops (z, y, x) 32 x 64 x 64, batch 2, validation = 32 fixed defects on OP_6. Stage 2 = crops mined (Stage2MinedDataModule, difference_writer instructions, target local) from the CPU segmenters' masks (unet3d, nnunet_style) of OP_1-OP_5 (data/cache/init_masks_dev), validation on OP_6 crops. OP_7-OP_9 never used." ;;
+      --history "Stage 1 starts from the previously shipped GPU stage-1 weights (1479 steps on an H200 at 64 x 128 x 128, batch 8; sha256 59b68a393c36..., checkpoints/toporefinenet_stage1.ckpt at git e865592, whose card is checkpoints/toporefinenet.md at that commit; when this run was made that file was still in checkpoints/, the script restores it from git into outputs/gpu_text_only/), widened to the region input channel with zero weights (neurorefiner.models.refine_training.widen_input_channels), then trained on CPU with the region channel, distractor defects (0.3) and instruction swapping (0.25)." \
+      --data "stage 1 = synthetic defects (conf/refine_stage/stage1.yaml: breaks by erosion k in [5, 20], pasted foreign annotation, Gaussian noise blobs; 30 % of crops with a second, unnamed defect) cut into the gold masks of DIADEM OP_1-OP_5, crops (z, y, x) 32 x 64 x 64, batch 2, validation = 32 fixed defects on OP_6. Stage 2 = crops mined (Stage2MinedDataModule, difference_writer instructions, target "instructed": only the named operation inside the named region) from the CPU segmenters' masks (unet3d, nnunet_style) of OP_1-OP_5 (outputs/init_masks_dev_snapshot = a copy of data/cache/init_masks_dev made before the segmenters were retrained; the unet3d masks there come from an earlier, unshipped export, sha256 ab9e58e4...), validation on OP_6 crops. OP_7-OP_9 never used."
+    for c in checkpoints/toporefinenet.md checkpoints/toporefinenet_stage1.md; do
+      printf '%s\n' "" "## Does it follow instructions?" "" "Correct vs wrong-location vs opposite-operation edits on synthetic OP_6 defects and on OP_6 crops mined from real segmenter errors: experiments/toporefinenet/README.md section 5 (tables made by STEP=eval of experiments/toporefinenet/region_channel.sh)." >> $c
+    done ;;
   *) echo "set STEP=s1|s2|eval|fusion|ship" >&2; exit 2 ;;
 esac
