@@ -12,7 +12,8 @@ from bench.core import Case
 
 SHAPE = (256, 256, 256)
 INFER_PATCH = (64, 128, 128)  # inference window (the network is fully convolutional)
-WIDE_PATCH = (64, 256, 256)  # full-width windows: 1.25x the volume in windows instead of 2.8x
+WIDE_PATCH = (64, 256, 256)  # full-width windows: 1.25x the volume in windows instead of 2.8x; what
+# `neurorefiner segment` and init_masks use by default (inference.default_window of the shipped 24x128x128 patch)
 OVERLAP = 0.25
 
 
@@ -49,7 +50,7 @@ def _extra(arg, t, patch=INFER_PATCH):
 CASES = [
     Case("segmentation/sliding_window_unet3d_cpu_256^3", _setup, _windowed, reference=_single_pass,
          reference_name="one forward pass over the same 256^3 voxels", repeats=1, budget_s=30.0, extra=_extra),
-    # the same network with full-width windows (`neurorefiner segment --patch 64,256,256`)
+    # the same network with full-width windows (the default of `neurorefiner segment` and init_masks)
     Case("segmentation/sliding_window_unet3d_cpu_256^3_wide", _setup, lambda a: _windowed(a, WIDE_PATCH),
          reference=_single_pass, reference_name="one forward pass over the same 256^3 voxels", repeats=1,
          budget_s=30.0, extra=lambda a, t: _extra(a, t, WIDE_PATCH)),

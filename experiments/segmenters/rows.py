@@ -4,12 +4,14 @@ voxel figures of each mask against the gold mask (Dice, clDice, Betti-0 excess =
 minus components in the gold mask: the fragments and noise blobs refinement has to fix).
 
 Writes <out>/<dataset>_<split>_cases.csv (one row per case and method) and <out>/<dataset>_<split>.md
-(means). Masks of learned segmenters come from neurorefiner.models.init_masks (cached under
-data/cache/init_masks/<dataset>/<segmenter>/). The test split is used for reporting only.
+(means). Masks of learned segmenters are written through neurorefiner.models.init_masks: the segmenter's
+row uses the post-processing its checkpoint records (``inference.postprocess_mask``; cached under
+data/cache/init_masks/<dataset>/<segmenter>_postprocessed/); ``--raw`` adds the masks refinement starts
+from (threshold only, every component kept; data/cache/init_masks/<dataset>/<segmenter>/). The test
+split is used for reporting only.
 
     python experiments/segmenters/rows.py --dataset diadem --split test \
-        --segmenter unet3d=checkpoints/segmenters/unet3d_diadem_cpu.pt \
-        --segmenter nnunet_style=checkpoints/segmenters/nnunet_style_diadem_cpu.pt --threads 1
+        --segmenter unet3d=checkpoints/segmenters/unet3d_diadem_cpu.pt --raw --threads 1
 """
 
 from __future__ import annotations
@@ -44,9 +46,12 @@ def main() -> None:
     p.add_argument("--split", default="test")
     p.add_argument("--segmenter", action="append", default=[], help="name=checkpoint (repeatable)")
     p.add_argument("--no-naive", action="store_true")
-    p.add_argument("--dust", type=int, default=100,
-                   help="also score each segmenter's mask after the naive floor's dust removal (components "
-                        "under this many voxels; the floor's own fixed setting, not tuned); 0: skip")
+    p.add_argument("--dust", type=int, default=0,
+                   help="also score each segmenter's mask after removing components under this many voxels "
+                        "(the first round's diagnostic row); 0: skip")
+    p.add_argument("--raw", action="store_true",
+                   help="also score each segmenter's mask without the component filters (its recorded threshold "
+                        "only, wide windows): the Betti-0 excess of what the network itself produces")
     p.add_argument("--cases", nargs="*", default=None, help="only these cases (e.g. the validation case OP_6)")
     p.add_argument("--out", default=str(Path(__file__).resolve().parent))
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads for the segmenters")
@@ -57,11 +62,26 @@ def main() -> None:
     cases = get_dataset(a.dataset).cases(a.split)
     keep = [i for i, c in enumerate(cases) if not a.cases or c.name in a.cases]
     synthetic = bool(cases and cases[0].info.get("synthetic"))
+
+    from neurorefiner.models.inference import load_segmenter, recorded_postprocess
+    from neurorefiner.models.init_masks import mask_dir, shipped_checkpoint
+
     masks: dict[str, dict[str, Path]] = {}
+    names = [cases[i].name for i in keep]
     for spec in a.segmenter:
         name, _, ckpt = spec.partition("=")
-        masks[name] = dict(zip([cases[i].name for i in keep],
-                               write_init_masks(a.dataset, name, ckpt or None, a.split, only=a.cases), strict=True))
+        # the segmenter's own row: the checkpoint's recorded post-processing, wide windows
+        post = recorded_postprocess(load_segmenter(ckpt or shipped_checkpoint(name, a.dataset)))
+        paths = write_init_masks(a.dataset, name, ckpt or None, a.split, only=a.cases, post=post,
+                                 out_dir=mask_dir(a.dataset, f"{name}_postprocessed"))
+        p = post.as_dict()
+        label = (f"{name} (threshold {p['threshold']}, dust {p['dust_voxels']}, "
+                 f"keep largest {p['keep_largest'] or 'all'})")
+        masks[label] = dict(zip(names, paths, strict=True))
+        if a.raw:
+            # the masks refinement starts from (init_masks' default: every component kept)
+            masks[f"{name} (threshold {p['threshold']} only, no component filter)"] = dict(zip(
+                names, write_init_masks(a.dataset, name, ckpt or None, a.split, only=a.cases), strict=True))
     rows = []
     for i in keep:
         case = cases[i]

@@ -14,10 +14,15 @@ def segment(image: Path = typer.Argument(..., help="image stack (.tif, .v3draw, 
             model: Path = typer.Option(..., "--model", help="segmenter checkpoint (.pt export or Lightning .ckpt)"),
             out: Path = typer.Option(..., "--out", help="output mask .tif (uint8 0/255)"),
             prob: Path | None = typer.Option(None, "--prob", help="also write the probability map (.tif, float32)"),
-            threshold: float = typer.Option(0.5, help="foreground probability threshold"),
+            threshold: float | None = typer.Option(None, help="foreground probability threshold (default: the "
+                                                   "checkpoint's recorded setting, else 0.5)"),
+            dust: int | None = typer.Option(None, help="drop 26-connected components under N voxels "
+                                            "(default: the checkpoint's recorded setting; 0: keep all)"),
+            keep_largest: int | None = typer.Option(None, "--keep-largest",
+                                                    help="keep only the k largest components (0: all)"),
             overlap: float = typer.Option(0.25, help="sliding-window overlap (fraction of the patch)"),
             blend: str = typer.Option("gaussian", help="window blending: gaussian | constant"),
-            patch: str | None = typer.Option(None, help="window z,y,x (default: the training patch)"),
+            patch: str | None = typer.Option(None, help="window z,y,x (default: wide windows, up to 64,256,256)"),
             arch: str | None = typer.Option(None, help="refuse a checkpoint of another architecture"),
             device: str = typer.Option("cpu", help="cpu | cuda"),
             sw_batch: int = typer.Option(4, "--sw-batch", help="windows per forward pass"),
@@ -26,10 +31,16 @@ def segment(image: Path = typer.Argument(..., help="image stack (.tif, .v3draw, 
     """Write a binary mask (and optionally the foreground probability) of IMAGE."""
     from neurorefiner.errors import InputError
     from neurorefiner.io import read_volume, write_volume
-    from neurorefiner.models.inference import load_segmenter, segment_array
+    from neurorefiner.models.inference import PostProcess, load_segmenter, recorded_postprocess, segment_array
 
-    if not 0.0 < threshold < 1.0:
-        raise InputError(f"--threshold must be in (0, 1), got {threshold}")
+    segmenter = load_segmenter(model, expected_arch=arch)
+    d = recorded_postprocess(segmenter)
+    try:
+        post = PostProcess(d.threshold if threshold is None else threshold,
+                           d.dust_voxels if dust is None else dust,
+                           d.keep_largest if keep_largest is None else keep_largest)
+    except ValueError as exc:
+        raise InputError(f"bad post-processing option: {exc}") from exc
     if not 0.0 <= overlap < 1.0:
         raise InputError(f"--overlap must be in [0, 1), got {overlap}")
     if blend not in ("gaussian", "constant"):
@@ -46,13 +57,12 @@ def segment(image: Path = typer.Argument(..., help="image stack (.tif, .v3draw, 
         import torch
 
         torch.set_num_threads(threads)
-    segmenter = load_segmenter(model, expected_arch=arch)
     vol = read_volume(image, channel=channel)
-    mask, probs = segment_array(segmenter, vol.load(), threshold=threshold, overlap=overlap, mode=blend,
+    mask, probs = segment_array(segmenter, vol.load(), post=post, overlap=overlap, mode=blend,
                                 sw_batch_size=max(1, sw_batch), device=device, patch_size=patch_size,
                                 progress=True, source=str(image))
     write_volume(out, mask, spacing=vol.spacing)
     if prob is not None:
         write_volume(prob, probs, spacing=vol.spacing)
     typer.echo(f"{out}: {int(mask.sum())} foreground voxels of {mask.size} ({segmenter.arch}, "
-               f"patch {segmenter.patch_size if patch_size is None else patch_size})")
+               f"window {'wide (default)' if patch_size is None else patch_size}, {post.as_dict()})")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import lightning as L
 import numpy as np
@@ -22,9 +23,23 @@ from neurorefiner.errors import InputError
 Triple = tuple[int, int, int]
 
 
-def normalize_image(array: np.ndarray, source: str | None = None) -> np.ndarray:
-    """float32 in [0, 1] by min-max, the same for training and inference. NaN/inf -> InputError (they
-    would poison every window); a constant image -> zeros (no division by zero)."""
+DEFAULT_PERCENTILES: tuple[float, float] = (1.0, 99.99)
+"""Robust normalisation of the segmenters: the 1st percentile maps to 0 and the 99.99th to 1 (clipped).
+
+Chosen on DIADEM dev (OP_1-OP_6) by ``experiments/segmenters/normalisation_dev.py``: neurites fill
+0.01-0.1 % of a stack, so the 99.9th percentile often lies in the background (17 of 254 on OP_5, which
+would turn the noise floor into mid-grey); the 99.99th lies on the neurites and brings their brightness
+across stacks closer together than min-max, which lets one hot voxel rescale the whole stack."""
+
+LABEL_MODES = ("gold", "adaptive")
+
+
+def normalize_image(array: np.ndarray, source: str | None = None,
+                    percentiles: Sequence[float] | None = DEFAULT_PERCENTILES) -> np.ndarray:
+    """float32 in [0, 1], the same for training and inference: ``percentiles`` (low, high) map to 0 and 1
+    and values outside are clipped; ``None`` is plain min-max (the first checkpoints were trained so).
+    When the high percentile equals the low one (a nearly empty stack), min-max is used instead.
+    NaN/inf -> InputError (they would poison every window); a constant image -> zeros."""
     data = np.asarray(array, dtype=np.float32)
     if not np.isfinite(data).all():
         bad = int((~np.isfinite(data)).sum())
@@ -34,7 +49,65 @@ def normalize_image(array: np.ndarray, source: str | None = None) -> np.ndarray:
     lo, hi = float(data.min()), float(data.max())
     if hi <= lo:
         return np.zeros_like(data)
-    return (data - lo) / (hi - lo)
+    if percentiles is not None:
+        p_lo, p_hi = (float(p) for p in percentiles)
+        if not 0.0 <= p_lo < p_hi <= 100.0:
+            raise ValueError(f"percentiles must satisfy 0 <= low < high <= 100, got {tuple(percentiles)}")
+        q_lo, q_hi = (float(q) for q in np.percentile(data, [p_lo, p_hi]))
+        if q_hi > q_lo:
+            lo, hi = q_lo, q_hi
+    out = (data - lo) / (hi - lo)
+    return np.clip(out, 0.0, 1.0, out=out) if percentiles is not None else out
+
+
+def normalization_spec(percentiles: Sequence[float] | None) -> dict[str, Any]:
+    """What a checkpoint records about its input normalisation (read back by ``percentiles_of``)."""
+    if percentiles is None:
+        return {"method": "minmax"}
+    return {"method": "percentile", "percentiles": [float(p) for p in percentiles]}
+
+
+def percentiles_of(spec: Any) -> tuple[float, float] | None:
+    """Percentiles from a checkpoint's normalisation record; absent or 'minmax' (older checkpoints) -> None."""
+    if isinstance(spec, dict) and spec.get("method") == "percentile":
+        lo, hi = spec["percentiles"]
+        return float(lo), float(hi)
+    return None
+
+
+def adaptive_label(image: np.ndarray, centreline: np.ndarray, tube: np.ndarray,
+                   spacing: Sequence[float] = (1.0, 1.0, 1.0), band: float = 4.0, rel: float = 0.5,
+                   sigma: float = 1.0) -> np.ndarray:
+    """Gold tube UNION the voxels near the gold centreline that are as bright as the fibre there.
+
+    The fixed-radius tube (1.5 x-voxels on DIADEM) is thinner than the imaged fibres (their intensity is
+    still about half the centre value 3 x-voxels away), so a network trained on it learns "thin bright
+    core only" and breaks fibres apart. Here a voxel within ``band`` (in x-voxel units, physical
+    distance via ``spacing``) of the centreline is foreground when its smoothed intensity (Gaussian,
+    ``sigma`` x-voxels) is at least ``rel`` times the brightest smoothed centreline voxel within ``band``
+    (the fibre's half-maximum width for rel 0.5) and above the stack's 99th percentile (the background:
+    neurites fill well under 1 % of a stack), so dark gaps in the fibre keep just the tube.
+    """
+    import edt
+    from scipy import ndimage as ndi
+
+    if band < 0 or not 0.0 < rel <= 1.0:
+        raise ValueError(f"need band >= 0 and 0 < rel <= 1, got band={band}, rel={rel}")
+    img = np.asarray(image, dtype=np.float32)
+    cl = np.asarray(centreline, dtype=bool)
+    out = np.asarray(tube, dtype=bool).copy()
+    if img.shape != cl.shape or img.shape != out.shape:
+        raise ValueError(f"shapes differ: image {img.shape}, centreline {cl.shape}, tube {out.shape}")
+    if not cl.any() or band == 0:
+        return out
+    rel_sp = np.asarray(spacing, dtype=np.float64) / float(spacing[2])  # axis length in x-voxel units
+    smooth = ndi.gaussian_filter(img, sigma=[sigma / r for r in rel_sp]) if sigma > 0 else img
+    dist = edt.edt(~cl, anisotropy=tuple(float(r) for r in rel_sp))
+    size = [2 * int(np.ceil(band / r)) + 1 for r in rel_sp]
+    ref = ndi.maximum_filter(np.where(cl, smooth, 0.0).astype(np.float32), size=size)
+    floor = float(np.percentile(smooth, 99.0))
+    out |= (dist <= band) & (smooth >= rel * ref) & (smooth > floor)
+    return out
 
 
 @dataclass
@@ -45,14 +118,27 @@ class LoadedCase:
     fg: np.ndarray  # flat indices of foreground voxels (for oversampling)
 
 
-def load_case(case: Case) -> LoadedCase:
+def load_case(case: Case, percentiles: Sequence[float] | None = DEFAULT_PERCENTILES, labels: str = "gold",
+              label_band: float = 4.0, label_rel: float = 0.5) -> LoadedCase:
+    """A case in memory: normalised image and binary label. ``labels`` 'gold' is ``case.label`` (label
+    file, or gold SWC rasterised with the dataset's radius); 'adaptive' widens that to the imaged fibre
+    (:func:`adaptive_label`; needs the gold SWC)."""
+    if labels not in LABEL_MODES:
+        raise ValueError(f"labels must be one of {LABEL_MODES}, got {labels!r}")
     vol = case.image()
-    image = normalize_image(vol.load(), str(case.image_path))
-    label = np.asarray(case.label(image.shape)).astype(np.uint8)
+    image = normalize_image(vol.load(), str(case.image_path), percentiles)
+    label = np.asarray(case.label(image.shape)).astype(bool)
     if label.shape != image.shape:
         raise InputError(f"label shape {label.shape} differs from image shape {image.shape}",
                          case.label_path or case.swc_path)
-    return LoadedCase(case.name, image, (label > 0).astype(np.uint8), np.flatnonzero(label))
+    if labels == "adaptive":
+        if case.swc_path is None:
+            raise InputError("adaptive labels need the gold SWC, and this case has none", case.image_path)
+        spacing = case.spacing or (1.0, 1.0, 1.0)
+        centreline = case.gold().rasterize(image.shape, spacing, radius=0.5, min_radius=0.0, strict=False)
+        label = adaptive_label(image, centreline, label, spacing, label_band, label_rel)
+    label_u8 = label.astype(np.uint8)
+    return LoadedCase(case.name, image, label_u8, np.flatnonzero(label_u8))
 
 
 def _pad_to(array: np.ndarray, size: Triple) -> np.ndarray:
@@ -190,6 +276,9 @@ class SegmentationDataModule(L.LightningDataModule):
         batch_size, samples_per_epoch, fg_prob, augment: crop sampling.
         num_workers: loader workers; 1 suits 2 cores (the training step uses the other).
         max_train_cases: use only the first N training cases (tests, smoke runs).
+        normalization: (low, high) percentiles mapped to [0, 1] (:func:`normalize_image`); None: min-max.
+        labels: 'gold' (``case.label``) or 'adaptive' (gold tube widened to the imaged fibre,
+            :func:`adaptive_label` with ``label_band`` and ``label_rel``). Validation uses the same labels.
     """
 
     def __init__(self, dataset, train_split: str | None = None, val_split: str | None = None,  # type: ignore[no-untyped-def]
@@ -197,8 +286,16 @@ class SegmentationDataModule(L.LightningDataModule):
                  val_max_size: Sequence[int] | None = (64, 256, 256),
                  patch_size: Sequence[int] = (32, 96, 96), batch_size: int = 2, samples_per_epoch: int = 64,
                  fg_prob: float = 0.67, augment: bool = True, num_workers: int = 1,
-                 max_train_cases: int | None = None):
+                 max_train_cases: int | None = None,
+                 normalization: Sequence[float] | None = DEFAULT_PERCENTILES, labels: str = "gold",
+                 label_band: float = 4.0, label_rel: float = 0.5):
         super().__init__()
+        if labels not in LABEL_MODES:
+            raise ValueError(f"labels must be one of {LABEL_MODES}, got {labels!r}")
+        if normalization is not None and len(tuple(normalization)) != 2:
+            raise ValueError(f"normalization must be two percentiles (low, high) or None, got {normalization!r}")
+        self.normalization = None if normalization is None else tuple(float(p) for p in normalization)
+        self.labels, self.label_band, self.label_rel = labels, float(label_band), float(label_rel)
         if train_split == "test":
             raise InputError("refusing to train on a test split (held out for reporting only)")
         if len(tuple(patch_size)) != 3 or min(patch_size) < 1:
@@ -247,8 +344,10 @@ class SegmentationDataModule(L.LightningDataModule):
         if self.train_cases:
             return
         train, val = self.split_cases()
-        self.train_cases = [load_case(c) for c in train]
-        self.val_cases = [load_case(c) for c in val]
+        kw = {"percentiles": self.normalization, "labels": self.labels, "label_band": self.label_band,
+              "label_rel": self.label_rel}
+        self.train_cases = [load_case(c, **kw) for c in train]
+        self.val_cases = [load_case(c, **kw) for c in val]
 
     def train_dataloader(self) -> DataLoader:
         ds = RandomPatchDataset(self.train_cases, self.patch_size, self.samples_per_epoch, self.fg_prob,

@@ -4,7 +4,9 @@ cached as ``data/cache/init_masks/<dataset>/<segmenter>/<case>.tif`` with a ``ma
 ``python -m neurorefiner.models.init_masks --dataset diadem --segmenter unet3d``
 uses the shipped checkpoint ``checkpoints/segmenters/<segmenter>_<dataset>_cpu.pt`` when ``--model`` is
 not given (``otsu`` needs none: the naive floor). Finished cases are skipped, so an interrupted run
-resumes; a different checkpoint (by hash) recomputes everything.
+resumes; a different checkpoint (by hash) or post-processing recomputes everything. Learned segmenters'
+masks go through ``neurorefiner.models.inference.postprocess_mask`` (default: the setting chosen on the
+DIADEM validation case and recorded in the checkpoint), windows are wide by default (``default_window``).
 """
 
 from __future__ import annotations
@@ -44,10 +46,18 @@ def _sha256(path: Path) -> str:
 def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path | None = None,
                      split: str = "test", out_dir: str | Path | None = None, overwrite: bool = False,
                      dataset_kwargs: dict[str, Any] | None = None, overlap: float = 0.25,
-                     threshold: float = 0.5, device: str = "cpu", progress: bool = True,
-                     only: Sequence[str] | None = None) -> list[Path]:
+                     threshold: float | None = None, device: str = "cpu", progress: bool = True,
+                     only: Sequence[str] | None = None, post: Any = None,
+                     window: Sequence[int] | None = None) -> list[Path]:
     """Write (or reuse) M_init for every case of ``dataset``/``split`` (or the cases named in ``only``);
-    returns the mask paths in case order."""
+    returns the mask paths in case order. ``post`` (a ``PostProcess``; None: the one recorded in the
+    checkpoint but keeping every component, ``threshold`` overriding its threshold) and ``window``
+    (None: wide windows) apply to learned segmenters.
+
+    Why every component by default: M_init is what refinement starts from, and the pieces a break
+    leaves behind and the noise blobs are exactly what the Inspector must find and TopoRefineNet fix. The
+    checkpoint's largest-component filter (chosen on dev for the segmenter's own APP2 row) would drop the
+    far side of every break, leaving nothing to reconnect. Pass a ``post`` to get the filtered masks."""
     from tqdm import tqdm
 
     from neurorefiner.data import get_dataset
@@ -57,9 +67,13 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
     cases = [c for c in ds.cases(split) if not only or c.name in only]
     out = mask_dir(dataset, segmenter, out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    post_d: dict[str, Any] | None = None
     if segmenter == NAIVE:
         ckpt, digest, seg = None, "none", None
     else:
+        import dataclasses
+
+        from neurorefiner.models.inference import recorded_postprocess
         ckpt = Path(model) if model else shipped_checkpoint(segmenter, dataset)
         if not ckpt.exists():
             raise InputError(f"no checkpoint for {segmenter!r} on {dataset!r}; train one with "
@@ -69,14 +83,20 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
 
         digest = _sha256(ckpt)
         seg = load_segmenter(ckpt, expected_arch=segmenter)
+        post = post or dataclasses.replace(recorded_postprocess(seg), keep_largest=0)
+        if threshold is not None:
+            post = dataclasses.replace(post, threshold=float(threshold))
+        post_d = post.as_dict()
     manifest_path = out / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
-    if manifest.get("checkpoint_sha256") != digest:
+    window_l = [int(w) for w in window] if window else "default"
+    if (manifest.get("checkpoint_sha256") != digest or manifest.get("postprocess") != post_d
+            or manifest.get("window", "default") != window_l):
         manifest = {}
     done = {} if overwrite else dict(manifest.get("cases", {}))
     header = {"dataset": dataset, "segmenter": segmenter, "split": split,
               "checkpoint": None if ckpt is None else str(ckpt), "checkpoint_sha256": digest,
-              "threshold": threshold, "overlap": overlap,
+              "postprocess": post_d, "window": window_l, "overlap": overlap,
               "synthetic": bool(cases and cases[0].info.get("synthetic"))}
     paths = []
     for case in tqdm(cases, desc=f"M_init {dataset}/{segmenter}", unit="vol", disable=not progress):
@@ -93,8 +113,8 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
         else:
             from neurorefiner.models.inference import segment_array
 
-            mask, _ = segment_array(seg, vol.load(), threshold=threshold, overlap=overlap, device=device,
-                                    source=str(case.image_path))
+            mask, _ = segment_array(seg, vol.load(), overlap=overlap, device=device, patch_size=window,
+                                    source=str(case.image_path), post=post)
         write_volume(path, mask, spacing=vol.spacing)
         done[case.name] = {"file": path.name, "split": case.split, "seconds": round(time.perf_counter() - start, 2),
                            "foreground": int(mask.sum()), "shape": list(mask.shape)}
@@ -116,6 +136,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="folder (default data/cache/init_masks/<dataset>/<segmenter>)")
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--overlap", type=float, default=0.25)
+    p.add_argument("--threshold", type=float, default=None, help="probability cut (default: chosen on dev)")
+    p.add_argument("--dust", type=int, default=None, help="drop components under N voxels (default: chosen)")
+    p.add_argument("--keep-largest", type=int, default=None,
+                   help="keep the k largest components (default 0: all; refinement needs the fragments)")
+    p.add_argument("--window", default=None, help="sliding window z,y,x (default: wide, see default_window)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default; 1 on shared cores)")
     a = p.parse_args(argv)
@@ -124,8 +149,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         torch.set_num_threads(a.threads)
     try:
+        post = None
+        if a.segmenter != NAIVE and (a.dust is not None or a.keep_largest is not None):
+            from neurorefiner.models.inference import PostProcess, load_segmenter, recorded_postprocess
+
+            d = recorded_postprocess(load_segmenter(a.model or shipped_checkpoint(a.segmenter, a.dataset)))
+            post = PostProcess(d.threshold, d.dust_voxels if a.dust is None else a.dust,
+                               0 if a.keep_largest is None else a.keep_largest)
+        try:
+            window = [int(w) for w in a.window.split(",")] if a.window else None
+        except ValueError:
+            window = [0]
+        if window is not None and (len(window) != 3 or min(window) < 1):
+            raise InputError(f"--window must be three positive ints z,y,x, got {a.window!r}")
         paths = write_init_masks(a.dataset, a.segmenter, a.model, a.split, a.out, a.overwrite,
-                                 overlap=a.overlap, device=a.device)
+                                 overlap=a.overlap, threshold=a.threshold, device=a.device, post=post,
+                                 window=window)
     except InputError as exc:
         print(f"error: {exc}")
         return 2

@@ -36,13 +36,16 @@ class SegmentationModule(L.LightningModule):
         warmup_steps: linear warm-up before the cosine decay.
         patch_size, sw_overlap, sw_mode: sliding-window settings for validation (and the checkpoint).
         lambda_dice, lambda_ce: loss weights.
+        normalization: the input normalisation record of the training data
+            (``neurorefiner.data.segmentation.normalization_spec``), kept in the checkpoint so that
+            inference normalises the same way.
     """
 
     def __init__(self, net: nn.Module, net_config: dict[str, Any] | None = None,
                  optimizer: Callable[..., torch.optim.Optimizer] | None = None, lr: float = 2e-3,
                  weight_decay: float = 1e-4, warmup_steps: int = 20, patch_size: Sequence[int] = (32, 96, 96),
                  sw_overlap: float = 0.25, sw_mode: str = "gaussian", lambda_dice: float = 1.0,
-                 lambda_ce: float = 1.0, threshold: float = 0.5):
+                 lambda_ce: float = 1.0, threshold: float = 0.5, normalization: dict[str, Any] | None = None):
         super().__init__()
         from monai.losses import DiceCELoss
 

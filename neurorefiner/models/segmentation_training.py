@@ -42,14 +42,18 @@ def build_datamodule(cfg: DictConfig, dataset=None):  # type: ignore[no-untyped-
 def build_module(cfg: DictConfig):  # type: ignore[no-untyped-def]
     from hydra.utils import instantiate
 
+    from neurorefiner.data.segmentation import DEFAULT_PERCENTILES, normalization_spec
     from neurorefiner.models.segmentation_module import SegmentationModule
 
     net_config = OmegaConf.to_container(cfg.model, resolve=True)
     net = instantiate(cfg.model)
     seg = cfg.segmentation
     optimizer = instantiate(seg.optimizer) if seg.get("optimizer") else None
-    return SegmentationModule(net, net_config=net_config, optimizer=optimizer,
-                              patch_size=tuple(seg.data.patch_size), **OmegaConf.to_container(seg.module))
+    data = seg.data
+    percentiles = data.get("normalization", DEFAULT_PERCENTILES)  # null in the config: min-max
+    norm = normalization_spec(None if percentiles is None else tuple(percentiles))
+    return SegmentationModule(net, net_config=net_config, optimizer=optimizer, patch_size=tuple(data.patch_size),
+                              normalization=norm, **OmegaConf.to_container(seg.module))
 
 
 def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
@@ -100,7 +104,9 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
             "epochs": int(trainer.current_epoch), "dataset": str(cfg.dataset.get("name", "")),
             "train_cases": [c.name for c in dm.train_cases], "val_cases": [c.name for c in dm.val_cases],
             "best_checkpoint": best, "metrics": metrics}
-    export_segmenter(module.net, module.hparams.net_config, export, tuple(seg.data.patch_size), meta=info)
+    info["labels"] = {k: dm.__dict__.get(k) for k in ("labels", "label_band", "label_rel")}
+    export_segmenter(module.net, module.hparams.net_config, export, tuple(seg.data.patch_size), meta=info,
+                     normalization=module.hparams.get("normalization"))
     metrics.update({"wall_s": wall, "global_step": float(trainer.global_step), "export_path": str(export)})
     return metrics
 
@@ -129,6 +135,10 @@ def provenance_markdown(export_path: str | Path, command: str, title: str | None
              + (f" (resumed from `{Path(meta['resumed_from']).name}`)" if meta.get("resumed_from") else ""),
              f"- wall time of the last `fit` call: {meta.get('wall_s', float('nan')):.0f} s"
              + (f" on {meta['device']}" if meta.get("device") else ""),
+             f"- input normalisation: {seg.normalization and f'percentiles {list(seg.normalization)}' or 'min-max'}; "
+             f"training labels: {meta.get('labels') or 'gold (case.label)'}",
+             f"- post-processing recorded for inference: {meta.get('postprocess') or 'none (threshold 0.5)'}"
+             + (f", chosen on {meta['postprocess_chosen_on']}" if meta.get("postprocess_chosen_on") else ""),
              f"- validation (sliding window, threshold 0.5): Dice {metrics.get('val/dice', float('nan')):.4f}, "
              f"clDice {metrics.get('val/cldice', float('nan')):.4f}; best validation Dice "
              f"{metrics.get('best_val_dice', float('nan')):.4f}",
