@@ -23,10 +23,14 @@ THRESHOLDS = (0.5, 0.3, 0.2, 0.1, 0.05)
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ckpt", action="append", required=True)
+    ap.add_argument("--label", action="append", help="label per checkpoint (default: file name)")
     ap.add_argument("--n", type=int, default=16)
     ap.add_argument("--crop", type=int, nargs=3, default=(32, 64, 64), metavar=("D", "H", "W"))
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
+    labels = args.label or [Path(c).name for c in args.ckpt]
+    if len(labels) != len(args.ckpt):
+        ap.error("give one --label per --ckpt")
 
     from neurorefiner.data import get_dataset
     from neurorefiner.data.stage1 import make_stage1_sample
@@ -42,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [f"{args.n} synthetic breaks in {tuple(args.crop)} crops of OP_6, correct instruction, confined edit. "
              "fixed = share of the gap voxels filled; reconnected = edits whose component count drops to the gold "
              "crop's.", "", "| checkpoint | threshold | fixed | reconnected |", "|---|---|---|---|"]
-    for ckpt in args.ckpt:
+    for label, ckpt in zip(labels, args.ckpt, strict=True):
         refiner = TopoRefiner.load(ckpt)
         probs = [refiner.probabilities(s["image"], s["mask"], s["instruction"]) for s in samples]
         for thr in THRESHOLDS:
@@ -52,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                 gap = s["mask"] ^ s["target"]
                 fixed.append(float((gap & (edited == s["target"])).sum() / max(int(gap.sum()), 1)))
                 joined += betti0(edited) <= betti0(s["target"]) < betti0(s["mask"])
-            lines.append(f"| {Path(ckpt).name} | {thr} | {np.mean(fixed):.3f} | {joined} of {len(samples)} |")
+            lines.append(f"| {label} | {thr} | {np.mean(fixed):.3f} | {joined} of {len(samples)} |")
     args.out.mkdir(parents=True, exist_ok=True)
     with atomic_path(args.out / "break_probe.md") as tmp:
         Path(tmp).write_text("\n".join(lines) + "\n")

@@ -5,6 +5,7 @@
 #   STEP=s2    stage 2 from that, on crops mined from the CPU segmenters' masks of OP_1-OP_5 (target
 #              "instructed": only the named operation in the named place); STEP=s2local: the same with
 #              target "local" (gold in the named place, whatever the operation), for comparison
+#   STEP=breaks  a break-heavy continuation of stage 1 (not shipped; README section 5) and the break probe
 #   STEP=eval  the tables (single defects; defects with an unnamed distractor), raw and confined edits
 #   STEP=fusion  Table 6 on our data: CAB / AdaLN / CDP with the region channel (multirun); each starts from
 #              the stage-1 U-Net body above with its fusion block fresh, and gets the same 500 steps
@@ -21,6 +22,7 @@ SNAP="mkdir -p outputs/init_masks_dev_snapshot && cp -a data/cache/init_masks_de
 S2L="train.py +stage=2 paths.checkpoint_dir=outputs/cpu_region_s2_local stages.2.datamodule.target=local stages.2.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.max_steps=600 +trainer.max_time=00:00:12:00 $Q"
 S2="train.py +stage=2 paths.checkpoint_dir=outputs/cpu_region_s2 stages.2.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.max_steps=600 +trainer.max_time=00:00:12:00 $Q"
 FUSION="train.py -m +stage=1 model.net.fusion=cab,adaln,cdp paths.checkpoint_dir=outputs/region_fusion/\${model.net.fusion} stages.1.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.1.init_exclude=[fusion.] stages.1.lr=5e-4 stages.1.max_steps=500 +trainer.max_time=00:00:09:00 $Q"
+BRK="train.py +stage=1 paths.checkpoint_dir=outputs/cpu_region_breaks stages.1.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.1.lr=5e-4 stages.1.max_steps=800 +trainer.max_time=00:00:10:00 stages.1.datamodule.defects.probs={break:0.8,paste:0.1,noise:0.1} model.edit_weight=30 $Q"
 EVAL="experiments/toporefinenet/evaluate_instructions.py --n 64 --confine 4"
 R=experiments/toporefinenet/results
 case "${STEP:-}" in
@@ -42,6 +44,17 @@ case "${STEP:-}" in
     $PY $EVAL "${M_S1[@]}" "${M_S2[@]}" --out $R/region_channel_synthetic_distractors stages.1.datamodule.distractor_prob=1.0
     $PY $EVAL --stage 2 "${M_TEXT[@]}" "${M_S1[@]}" "${M_S2[@]}" "${M_S2L[@]}" --out $R/region_channel_mined \
       stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.datamodule.target=instructed ;;
+  breaks)
+    $PY $BRK
+    $PY experiments/toporefinenet/break_probe.py --n 16 --out $R/break_probe \
+      --ckpt checkpoints/toporefinenet_stage1.ckpt --label "region channel, stage 1 (shipped)" \
+      --ckpt checkpoints/toporefinenet.ckpt --label "region channel, two-stage (shipped)" \
+      --ckpt outputs/cpu_region_breaks/toporefinenet_stage1.ckpt --label "stage 1 + 10 min break-heavy"
+    M_BRK=(--ckpt outputs/cpu_region_breaks/toporefinenet_stage1.ckpt --label "stage 1 + 10 min break-heavy")
+    $PY $EVAL "${M_BRK[@]}" --out $R/region_channel_breaks_synthetic stages.1.datamodule.distractor_prob=0.0
+    $PY $EVAL --stage 2 "${M_BRK[@]}" --out $R/region_channel_breaks_mined \
+      stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.datamodule.target=instructed
+    $PY experiments/toporefinenet/by_operation.py $R/region_channel_breaks_synthetic $R/region_channel_breaks_mined ;;
   fusion)
     $PY $FUSION
     $PY $EVAL --ckpt outputs/region_fusion/cab/toporefinenet_stage1.ckpt --label CAB \
