@@ -6,6 +6,7 @@
 #              "instructed": only the named operation in the named place); STEP=s2local: the same with
 #              target "local" (gold in the named place, whatever the operation), for comparison
 #   STEP=breaks  a break-heavy continuation of stage 1 (not shipped; README section 5) and the break probe
+#   STEP=s2replay  stage 2 from the break-heavy stage 1, half of its items replayed stage-1 defects (80 % breaks)
 #   STEP=eval  the tables (single defects; defects with an unnamed distractor), raw and confined edits
 #   STEP=fusion  Table 6 on our data: CAB / AdaLN / CDP with the region channel (multirun); each starts from
 #              the stage-1 U-Net body above with its fusion block fresh, and gets the same 500 steps
@@ -23,6 +24,7 @@ S2L="train.py +stage=2 paths.checkpoint_dir=outputs/cpu_region_s2_local stages.2
 S2="train.py +stage=2 paths.checkpoint_dir=outputs/cpu_region_s2 stages.2.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.max_steps=600 +trainer.max_time=00:00:12:00 $Q"
 FUSION="train.py -m +stage=1 model.net.fusion=cab,adaln,cdp paths.checkpoint_dir=outputs/region_fusion/\${model.net.fusion} stages.1.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.1.init_exclude=[fusion.] stages.1.lr=5e-4 stages.1.max_steps=500 +trainer.max_time=00:00:09:00 $Q"
 BRK="train.py +stage=1 paths.checkpoint_dir=outputs/cpu_region_breaks stages.1.init_from=outputs/cpu_region_s1/toporefinenet_stage1.ckpt stages.1.lr=5e-4 stages.1.max_steps=800 +trainer.max_time=00:00:10:00 stages.1.datamodule.defects.probs={break:0.8,paste:0.1,noise:0.1} model.edit_weight=30 $Q"
+S2R="train.py +stage=2 paths.checkpoint_dir=outputs/cpu_region_s2_replay stages.2.init_from=outputs/cpu_region_breaks/toporefinenet_stage1.ckpt stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.datamodule.replay_prob=0.5 +stages.2.datamodule.replay={defects:{probs:{break:0.8,paste:0.1,noise:0.1}}} model.edit_weight=30 stages.2.max_steps=600 +trainer.max_time=00:00:12:00 $Q"
 EVAL="experiments/toporefinenet/evaluate_instructions.py --n 64 --confine 4"
 R=experiments/toporefinenet/results
 case "${STEP:-}" in
@@ -55,6 +57,15 @@ case "${STEP:-}" in
     $PY $EVAL --stage 2 "${M_BRK[@]}" --out $R/region_channel_breaks_mined \
       stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.datamodule.target=instructed
     $PY experiments/toporefinenet/by_operation.py $R/region_channel_breaks_synthetic $R/region_channel_breaks_mined ;;
+  s2replay)
+    [[ -d outputs/init_masks_dev_snapshot/diadem ]] || eval "$SNAP"
+    $PY $S2R
+    M_R=(--ckpt outputs/cpu_region_s2_replay/toporefinenet_stage2.ckpt --label "break-heavy stage 1 + stage 2 with replay")
+    $PY experiments/toporefinenet/break_probe.py --n 16 --out $R/break_probe_replay "${M_R[@]}"
+    $PY $EVAL "${M_R[@]}" --out $R/region_channel_replay_synthetic stages.1.datamodule.distractor_prob=0.0
+    $PY $EVAL --stage 2 "${M_R[@]}" --out $R/region_channel_replay_mined \
+      stages.2.datamodule.init_masks_root=outputs/init_masks_dev_snapshot stages.2.datamodule.target=instructed
+    $PY experiments/toporefinenet/by_operation.py $R/region_channel_replay_synthetic $R/region_channel_replay_mined ;;
   fusion)
     $PY $FUSION
     $PY $EVAL --ckpt outputs/region_fusion/cab/toporefinenet_stage1.ckpt --label CAB \

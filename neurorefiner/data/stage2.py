@@ -34,7 +34,9 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
 from neurorefiner.data.stage1 import (
+    DefectSampleDataset,
     ListDataset,
+    Stage1DefectDataModule,
     _triple,
     _worker_init,
     check_not_held_out,
@@ -321,6 +323,27 @@ class MinedCropDataset(Dataset):
         return to_item(self.sample(index))
 
 
+class ReplayDataset(Dataset):
+    """Mined crops, with a share ``replay_prob`` of the items drawn from a stage-1 defect dataset instead.
+
+    Why: the mined crops are nearly all removals (segmenter masks are wider than the gold tubes), so
+    fine-tuning on them alone unlearns the additions (break repair) that stage 1 taught; replaying
+    stage-1 samples keeps them in the mix."""
+
+    def __init__(self, mined: Dataset, replay: Dataset, replay_prob: float):
+        if not 0.0 <= replay_prob <= 1.0:
+            raise ValueError(f"replay_prob must be in [0, 1], got {replay_prob}")
+        self.mined, self.replay, self.replay_prob = mined, replay, float(replay_prob)
+
+    def __len__(self) -> int:
+        return len(self.mined)
+
+    def __getitem__(self, index: int) -> dict:
+        if float(torch.rand(1)) < self.replay_prob:
+            return self.replay[int(torch.randint(0, len(self.replay), (1,)))]
+        return self.mined[index]
+
+
 class Stage2MinedDataModule(L.LightningDataModule):
     """Stage 2: crops of baseline segmenters' masks with significant errors, instructions from a writer.
 
@@ -330,6 +353,9 @@ class Stage2MinedDataModule(L.LightningDataModule):
     case(s) when there are more cases than that, else every ``1/val_fraction``-th crop; at most
     ``val_samples`` of them (evenly spaced); fixed.
     ``writer``: the instruction writer (callable, dotted path, or None for :func:`difference_writer`).
+    ``replay_prob`` / ``replay``: share of training items that are stage-1 synthetic defects
+    (:class:`ReplayDataset`), and the keyword arguments of the :class:`Stage1DefectDataModule` that makes
+    them (its ``dataset`` and ``crop_size`` default to this module's); validation stays mined crops only.
     ``target``: see :func:`mined_target` — ``gold`` (the paper: the gold crop), ``instructed`` (only the
     named operation, only inside the named region) or ``local`` (gold inside the instruction's region,
     the input mask elsewhere: teaches to edit only where told).
@@ -343,8 +369,12 @@ class Stage2MinedDataModule(L.LightningDataModule):
                  max_f1: float = 0.9, min_betti_diff: int = 1, tolerance: int = 1, min_foreground: int = 30,
                  max_crops: int | None = None, writer: InstructionWriter | str | None = None,
                  target: str = "gold", augment: bool = True, init_masks_root: str | Path | None = None,
-                 cache_root: str | Path | None = None, progress: bool = True):
+                 cache_root: str | Path | None = None, progress: bool = True, replay_prob: float = 0.0,
+                 replay: Mapping | None = None):
         super().__init__()
+        if not 0.0 <= replay_prob <= 1.0:
+            raise ValueError(f"replay_prob must be in [0, 1], got {replay_prob}")
+        self.replay_prob, self.replay = float(replay_prob), dict(replay or {})
         if batch_size < 1 or samples_per_epoch < 1 or num_workers < 0:
             raise ValueError("batch_size and samples_per_epoch must be >= 1, num_workers >= 0")
         if target not in TARGETS:
@@ -476,6 +506,13 @@ class Stage2MinedDataModule(L.LightningDataModule):
         ds = self._dataset(self.train_crops, self.samples_per_epoch, augment=self.augment)
         if not self.augment:  # plain pass over the crops, shuffled
             ds = self._dataset(self.train_crops, None, augment=False)
+        if self.replay_prob > 0:
+            kw = {"dataset": self.dataset, "crop_size": self.settings.crop_size, **self.replay}
+            s1 = Stage1DefectDataModule(**kw)
+            s1.setup()
+            replay = DefectSampleDataset(s1.train_volumes, s1.crop_size, max(len(ds), 1), s1.defects, seed=None,
+                                         min_foreground=s1.min_foreground, distractor_prob=s1.distractor_prob)
+            ds = ReplayDataset(ds, replay, self.replay_prob)
         return DataLoader(ds, batch_size=self.batch_size, shuffle=not self.augment,
                           num_workers=self.num_workers, worker_init_fn=_worker_init if self.num_workers else None,
                           persistent_workers=self.num_workers > 0,

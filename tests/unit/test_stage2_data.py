@@ -243,3 +243,23 @@ def test_mined_targets_follow_the_named_operation_and_place():
     assert not rm[0, 1, 1] and not rm[0, 3, 0] and rm[0, 3, 3]  # removes in the region; adds nothing
     with pytest.raises(ValueError, match="target must be"):
         mined_target("everything", mask, gold, region, "repair")
+
+
+def test_replay_mixes_stage1_defects_into_training_only(mined_setup):
+    from neurorefiner.data.stage2 import ReplayDataset
+
+    ds, root, cache = mined_setup
+    kw = dict(crop_size=CROP, batch_size=2, samples_per_epoch=6, init_masks_root=root, cache_root=cache,
+              min_foreground=10, progress=False)
+    dm = Stage2MinedDataModule(ds, replay_prob=1.0, replay={"defects": {"probs": {"break": 1.0}}}, **kw)
+    loader = dm.train_dataloader()
+    assert isinstance(loader.dataset, ReplayDataset) and len(loader.dataset) == 6
+    batch = next(iter(loader))
+    check_batch(batch, 2)
+    # every replayed item is a stage-1 break: the target adds voxels and the instruction asks to connect/repair
+    assert all(i.split()[0] in ("Repair", "Connect") for i in batch["instruction"])
+    assert bool((batch["target"].bool() & ~batch["mask"].bool()).any())
+    plain = Stage2MinedDataModule(ds, **kw)
+    assert not isinstance(plain.train_dataloader().dataset, ReplayDataset)
+    with pytest.raises(ValueError, match="replay_prob"):
+        Stage2MinedDataModule(ds, replay_prob=2.0, **kw)
