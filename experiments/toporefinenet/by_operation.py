@@ -12,6 +12,8 @@ import csv
 from collections import defaultdict
 from pathlib import Path
 
+from neurorefiner.io.atomic import atomic_path
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -31,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
                 v = fixed.get((model, condition, op), [])
                 cells.append(f"{sum(v) / len(v):.3f} ({len(v)})" if v else "-")
             lines.append(f"| {model} | {condition} | " + " | ".join(cells) + " |")
-        (folder / "by_operation.md").write_text("\n".join(lines) + "\n")
+        with atomic_path(folder / "by_operation.md") as tmp:
+            Path(tmp).write_text("\n".join(lines) + "\n")
         print("\n".join(lines) + "\n")
     return 0
 

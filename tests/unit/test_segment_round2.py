@@ -31,17 +31,7 @@ from neurorefiner.models.inference import (
 )
 from neurorefiner.models.segmenters.unet3d import UNet3D
 from tests.unit.test_segment_fixtures import TinyDataset
-
-UNET_CFG = {"_target_": "neurorefiner.models.segmenters.unet3d.UNet3D", "features": [4, 8, 16],
-            "first_stride": [1, 2, 2]}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+from tests.unit.test_segment_inference import UNET_CFG, _one_torch_thread  # noqa: F401 - autouse fixture
 
 
 def _stack(seed: int = 0) -> np.ndarray:
