@@ -52,3 +52,19 @@ def test_edit_figures():
     assert f["adherence"] == 1.0 and f["fixed"] == 1.0 and f["dice_defect"] == 1.0 and f["changed"] == 2
     f0 = ev.edit_figures(mask, mask, gold, region, region)
     assert np.isnan(f0["adherence"]) and f0["fixed"] == 0.0 and f0["betti0_err"] == 1
+
+
+def test_by_operation_splits_the_fixed_share(tmp_path):
+    spec_b = importlib.util.spec_from_file_location(
+        "by_operation", ROOT / "experiments" / "toporefinenet" / "by_operation.py")
+    bo = importlib.util.module_from_spec(spec_b)
+    spec_b.loader.exec_module(bo)
+    rows = ["model,sample,op,condition,fixed",
+            "m,0,repair,input (no edit),0.0", "m,0,repair,correct,0.2", "m,1,repair,correct,0.4",
+            "m,2,remove,correct,1.0", "m,2,remove,wrong location,0.0"]
+    (tmp_path / "rows.csv").write_text("\n".join(rows) + "\n")
+    assert bo.main([str(tmp_path)]) == 0
+    table = (tmp_path / "by_operation.md").read_text()
+    assert "| m | correct | - | 0.300 (2) | 1.000 (1) |" in table
+    assert "| m | wrong location | - | - | 0.000 (1) |" in table
+    assert "input (no edit)" not in table
