@@ -22,3 +22,15 @@ def project_root() -> Path:
 @pytest.fixture(scope="session")
 def diadem_dir() -> Path:
     return ROOT / "data" / "diadem_op"
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """One torch intra-op thread per test: the tensors in tests are tiny, and on the shared 2-core machine
+    two spin-waiting OpenMP threads made the network tests ~10x slower. Restored after each test."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -13,16 +13,6 @@ from omegaconf import open_dict
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """One intra-op thread: on shared cores, two spin-waiting OpenMP threads made these tests ~10x slower."""
-    import torch
-
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 
 @pytest.mark.slow

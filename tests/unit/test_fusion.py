@@ -9,16 +9,6 @@ import torch
 from neurorefiner.models.fusion import FUSIONS, AdaLNFusion, ChannelDotFusion, CrossAttentionFusion, build_fusion
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: one thread avoids spin-wait overhead that dominates on a loaded 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-
 @pytest.mark.parametrize("name", sorted(FUSIONS))
 @pytest.mark.parametrize("spatial_dims,shape", [(3, (2, 16, 3, 4, 5)), (2, (1, 16, 6, 7))])
 @pytest.mark.parametrize("ctx_shape", ["pooled", "tokens"])

@@ -21,14 +21,6 @@ from neurorefiner.models.text_encoders import HashingEncoder
 from neurorefiner.models.toporefinenet import TopoRefineNet
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _batch(b=2, shape=(6, 12, 12)):
     gold = torch.zeros(b, 1, *shape)
     gold[:, :, 3, 6, :] = 1

@@ -19,18 +19,6 @@ from neurorefiner.errors import InputError
 from tests.unit.test_segment_fixtures import TinyDataset
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """One intra-op thread: on shared cores, two spin-waiting OpenMP threads made these tests ~10x slower."""
-    import torch
-
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     return TinyDataset(tmp_path_factory.mktemp("tiny_seg"))

@@ -22,16 +22,6 @@ from neurorefiner.models.segmenters.vnet import VNet
 UNET_CFG = {"_target_": "neurorefiner.models.segmenters.unet3d.UNet3D", "features": [4, 8, 16],
             "first_stride": [1, 2, 2]}
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """One intra-op thread: on shared cores, two spin-waiting OpenMP threads made these tests ~10x slower."""
-    import torch
-
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 
 @pytest.fixture(scope="module")

@@ -19,16 +19,6 @@ SMALL = {  # arch -> (constructor kwargs for a quick test, input shape)
     "gbpnet_style": ({}, (13, 30, 27)),
 }
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """One intra-op thread: on shared cores, two spin-waiting OpenMP threads made these tests ~10x slower."""
-    import torch
-
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 
 @pytest.mark.parametrize("arch", available())

@@ -31,7 +31,7 @@ from neurorefiner.models.inference import (
 )
 from neurorefiner.models.segmenters.unet3d import UNet3D
 from tests.unit.test_segment_fixtures import TinyDataset
-from tests.unit.test_segment_inference import UNET_CFG, _one_torch_thread  # noqa: F401 - autouse fixture
+from tests.unit.test_segment_inference import UNET_CFG
 
 
 def _stack(seed: int = 0) -> np.ndarray:

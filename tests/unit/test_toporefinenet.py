@@ -9,16 +9,6 @@ import torch
 from neurorefiner.models.toporefinenet import TopoRefineNet
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: one thread avoids spin-wait overhead that dominates on a loaded 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-
 @pytest.mark.parametrize("fusion", ["cab", "adaln", "cdp"])
 @pytest.mark.parametrize("size", [(8, 16, 16), (5, 7, 9), (1, 3, 2), (12, 20, 17)])
 def test_shapes_any_block_size(fusion, size):
