@@ -34,6 +34,7 @@ from neurorefiner.models.inference import (
     PostProcess,
     default_window,
     load_segmenter,
+    max_input_of,
     postprocess_mask,
     sliding_window_probs,
 )
@@ -69,7 +70,7 @@ def main() -> None:
         img = normalize_image(raw, str(case.image_path), seg.normalization)
         gold, sp = case.gold(), case.spacing
         windows = {"train": ("training patch", seg.patch_size),
-                   "wide": ("wide", default_window(seg.patch_size, raw.shape))}
+                   "wide": ("wide", default_window(seg.patch_size, raw.shape, max_input=max_input_of(seg.net)))}
         scored: dict[bytes, dict[str, float]] = {}  # identical masks are traced once
         for wname, window in (windows[w] for w in a.windows):
             t = time.perf_counter()

@@ -73,7 +73,7 @@ def main() -> None:
         # the segmenter's own row: the checkpoint's recorded post-processing, wide windows
         post = recorded_postprocess(load_segmenter(ckpt or shipped_checkpoint(name, a.dataset)))
         paths = write_init_masks(a.dataset, name, ckpt or None, a.split, only=a.cases, post=post,
-                                 out_dir=mask_dir(a.dataset, f"{name}_postprocessed"))
+                                 out_dir=mask_dir(a.dataset, f"{name}_postprocessed"), cache_probs=True)
         p = post.as_dict()
         label = (f"{name} (threshold {p['threshold']}, dust {p['dust_voxels']}, "
                  f"keep largest {p['keep_largest'] or 'all'})")
@@ -81,7 +81,8 @@ def main() -> None:
         if a.raw:
             # the masks refinement starts from (init_masks' default: every component kept)
             masks[f"{name} (threshold {p['threshold']} only, no component filter)"] = dict(zip(
-                names, write_init_masks(a.dataset, name, ckpt or None, a.split, only=a.cases), strict=True))
+                names, write_init_masks(a.dataset, name, ckpt or None, a.split, only=a.cases, cache_probs=True),
+                strict=True))
     rows = []
     for i in keep:
         case = cases[i]

@@ -35,6 +35,28 @@ def mask_dir(dataset: str, segmenter: str, root: str | Path | None = None) -> Pa
     return Path(root) if root else cache_dir() / "init_masks" / dataset / segmenter
 
 
+def probs_cache_dir(dataset: str, segmenter: str, digest: str, window: Any, overlap: float) -> Path:
+    """Where :func:`write_init_masks` keeps probability maps when asked to (one per checkpoint, window and
+    overlap), so masks under several post-processings cost one sliding-window pass per case."""
+    w = "default" if window == "default" else "x".join(str(int(v)) for v in window)
+    return cache_dir() / "probs" / dataset / segmenter / f"{digest[:16]}_w{w}_o{overlap:g}"
+
+
+def _cached_probs(path: Path | None, compute: Any) -> Any:
+    """``compute()``'s float32 array, read from / written to ``path`` (.npy, atomic) when one is given."""
+    import numpy as np
+
+    if path is not None and path.exists():
+        return np.load(path)
+    probs = compute()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            with open(tmp, "wb") as fh:
+                np.save(fh, np.asarray(probs, dtype=np.float32))
+    return probs
+
+
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -48,11 +70,12 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
                      dataset_kwargs: dict[str, Any] | None = None, overlap: float = 0.25,
                      threshold: float | None = None, device: str = "cpu", progress: bool = True,
                      only: Sequence[str] | None = None, post: Any = None,
-                     window: Sequence[int] | None = None) -> list[Path]:
+                     window: Sequence[int] | None = None, cache_probs: bool = False) -> list[Path]:
     """Write (or reuse) M_init for every case of ``dataset``/``split`` (or the cases named in ``only``);
     returns the mask paths in case order. ``post`` (a ``PostProcess``; None: the one recorded in the
     checkpoint but keeping every component, ``threshold`` overriding its threshold) and ``window``
-    (None: wide windows) apply to learned segmenters.
+    (None: wide windows) apply to learned segmenters. ``cache_probs``: keep each probability map under
+    :func:`probs_cache_dir` (float32 .npy) and reuse it, e.g. for a second post-processing of the same cases.
 
     Why every component by default: M_init is what refinement starts from, and the pieces a break
     leaves behind and the noise blobs are exactly what the Inspector must find and TopoRefineNet fix. The
@@ -111,10 +134,13 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
 
             mask = otsu_mask(vol.load())
         else:
-            from neurorefiner.models.inference import segment_array
+            from neurorefiner.models.inference import postprocess_mask, segment_array
 
-            mask, _ = segment_array(seg, vol.load(), overlap=overlap, device=device, patch_size=window,
-                                    source=str(case.image_path), post=post)
+            cached = (probs_cache_dir(dataset, segmenter, digest, window_l, overlap) / f"{case.name}.npy"
+                      if cache_probs else None)
+            probs = _cached_probs(cached, lambda vol=vol, src=str(case.image_path): segment_array(
+                seg, vol.load(), overlap=overlap, device=device, patch_size=window, source=src, post=post)[1])
+            mask = postprocess_mask(probs, post)
         write_volume(path, mask, spacing=vol.spacing)
         done[case.name] = {"file": path.name, "split": case.split, "seconds": round(time.perf_counter() - start, 2),
                            "foreground": int(mask.sum()), "shape": list(mask.shape)}

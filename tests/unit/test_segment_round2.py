@@ -19,12 +19,15 @@ from neurorefiner.data.segmentation import (
     percentiles_of,
 )
 from neurorefiner.errors import InputError
+from neurorefiner.io import read_mask
 from neurorefiner.models.inference import (
     DEFAULT_POSTPROCESS,
     PostProcess,
+    Segmenter,
     default_window,
     export_segmenter,
     load_segmenter,
+    max_input_of,
     postprocess_mask,
     segment_array,
     sliding_window_probs,
@@ -155,6 +158,21 @@ def test_default_window_is_wide_but_within_the_volume():
     assert default_window((24, 128, 128), (101, 512, 512)) == (64, 256, 256)
     assert default_window((24, 128, 128), (40, 200, 300)) == (40, 200, 256)
     assert default_window((24, 128, 128), (10, 60, 60)) == (24, 128, 128)  # smaller than the patch: pad
+    assert default_window((32, 128, 128), (101, 512, 512), max_input=(32, 128, 128)) == (32, 128, 128)
+
+
+def test_fixed_input_network_is_segmented_with_windows_it_accepts():
+    """UNETR's ViT takes inputs up to its img_size only; the wide default window used to be refused."""
+    from neurorefiner.models.segmenters.unetr import UNETR
+
+    torch.manual_seed(0)
+    cfg = {"_target_": "neurorefiner.models.segmenters.unetr.UNETR", "size": "cpu", "img_size": [16, 32, 32],
+           "feature_size": 4, "hidden_size": 32, "mlp_dim": 32, "num_heads": 2}
+    net = UNETR(size="cpu", img_size=(16, 32, 32), feature_size=4, hidden_size=32, mlp_dim=32, num_heads=2)
+    seg = Segmenter(net=net, arch="unetr", patch_size=(16, 32, 32), net_config=cfg)
+    assert max_input_of(net) == (16, 32, 32) and max_input_of(UNet3D(features=(4, 8, 16))) is None
+    mask, probs = segment_array(seg, np.random.default_rng(0).random((20, 70, 70)).astype(np.float32))
+    assert mask.shape == probs.shape == (20, 70, 70)
 
 
 # ----------------------------------------------------------------------------------- checkpoints
@@ -205,6 +223,33 @@ def test_init_masks_recompute_when_postprocessing_changes(tmp_path, monkeypatch)
     assert second["postprocess"] == {"threshold": 0.9, "dust_voxels": 0, "keep_largest": 1}
     assert init_masks.main(["--dataset", "tiny", "--model", str(export), "--out", str(out),
                             "--window", "8,x,16"]) == 2
+
+
+def test_init_masks_probability_cache_gives_the_same_masks_with_one_pass(tmp_path, monkeypatch):
+    """rows.py scores two post-processings of each case; the probability map is computed once."""
+    from neurorefiner.models import inference, init_masks
+
+    torch.manual_seed(0)
+    ds = TinyDataset(tmp_path / "d", n_dev=0, n_test=2)
+    export = export_segmenter(UNet3D(features=(4, 8, 16), first_stride=(1, 2, 2)), UNET_CFG, tmp_path / "u.pt",
+                              (8, 16, 16), normalization=normalization_spec(DEFAULT_PERCENTILES))
+    import neurorefiner.data as data_pkg
+
+    monkeypatch.setattr(data_pkg, "get_dataset", lambda name, **kw: ds)
+    monkeypatch.setattr(init_masks, "cache_dir", lambda: tmp_path / "cache")
+    plain = init_masks.write_init_masks("tiny", "unet3d", export, "test", tmp_path / "plain", progress=False,
+                                        post=PostProcess(0.5, 0, 1))
+    passes = []
+    real = inference.sliding_window_probs
+    monkeypatch.setattr(inference, "sliding_window_probs", lambda *a, **k: passes.append(1) or real(*a, **k))
+    for post, out in ((PostProcess(0.5, 0, 1), "a"), (PostProcess(0.5, 0, 0), "b"), (PostProcess(0.5, 0, 1), "c")):
+        paths = init_masks.write_init_masks("tiny", "unet3d", export, "test", tmp_path / out, progress=False,
+                                            post=post, cache_probs=True)
+    assert len(passes) == 2  # one per case, then read back
+    cached = sorted((tmp_path / "cache" / "probs").rglob("*.npy"))
+    assert len(cached) == 2
+    for p_plain, p_cached in zip(plain, paths, strict=True):
+        assert np.array_equal(read_mask(p_plain).load(), read_mask(p_cached).load())
 
 
 def test_recorded_postprocess_is_the_checkpoints_default(tmp_path):

@@ -38,6 +38,7 @@ class UNETR(nn.Module):
             raise ValueError(f"hidden_size {hidden} must be divisible by num_heads {heads}")
         self.in_channels = in_channels
         self.img_size = img
+        self.max_input_size = img  # read by inference.max_input_of: wider windows would be refused
         self.divisor = (16, 16, 16)
         self.net = _MonaiUNETR(in_channels=in_channels, out_channels=out_channels, img_size=img,
                                feature_size=int(feature_size or p["feature_size"]), hidden_size=hidden,
