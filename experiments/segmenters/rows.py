@@ -55,6 +55,10 @@ def main() -> None:
     p.add_argument("--cases", nargs="*", default=None, help="only these cases (e.g. the validation case OP_6)")
     p.add_argument("--out", default=str(Path(__file__).resolve().parent))
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads for the segmenters")
+    p.add_argument("--include", action="append", default=[],
+                   help="rows of an earlier run (its *_cases.csv; repeatable) to put in this table, after the "
+                        "naive floor: merges per-segmenter runs without recomputing them")
+    p.add_argument("--stem", default=None, help="output file stem (default <dataset>_<split>[_<cases>])")
     a = p.parse_args()
     import torch
 
@@ -123,18 +127,41 @@ def main() -> None:
                              **{k: v for k, v in score_mask(gold, md, sp).items() if k in COLS},
                              **voxel_row(md, gold_mask), "seconds": time.perf_counter() - t})
                 print(rows[-1])
-    out = Path(a.out)
+    for path in a.include:
+        rows.extend(r for r in read_rows(path) if r["case"] in names)
+    stem = a.stem or f"{a.dataset}_{a.split}" + (f"_{'_'.join(a.cases)}" if a.cases else "")
+    title = f"{a.dataset} {a.split} split ({', '.join(names)}{', SYNTHETIC data' if synthetic else ''})"
+    print(write_tables(rows, Path(a.out), stem, title))
+
+
+def read_rows(path: str | Path) -> list[dict]:
+    """Rows of a ``*_cases.csv`` written by :func:`write_tables` (numbers back to floats)."""
+    from neurorefiner.errors import InputError
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError("rows file not found", path)
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows or set(rows[0]) != set(COLS):
+        raise InputError(f"not a rows file (expected columns {COLS})", path)
+    return [{k: (v if k in ("method", "case") else float(v)) for k, v in r.items()} for r in rows]
+
+
+def write_tables(rows: list[dict], out: Path, stem: str, title: str) -> str:
+    """``<stem>_cases.csv`` (every row) and ``<stem>.md`` (means per method, in first-seen order), atomically;
+    returns the markdown."""
+    from neurorefiner.io.atomic import atomic_path
+
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"{a.dataset}_{a.split}" + (f"_{'_'.join(a.cases)}" if a.cases else "")
-    with open(out / f"{stem}_cases.csv", "w", newline="") as fh:
+    with atomic_path(out / f"{stem}_cases.csv") as tmp, open(tmp, "w", newline="") as fh:
         w = csv.DictWriter(fh, COLS)
         w.writeheader()
         for r in rows:
             w.writerow({k: (f"{r[k]:.4f}" if isinstance(r.get(k), float) else r.get(k)) for k in COLS})
     methods = list(dict.fromkeys(r["method"] for r in rows))
     keys = ["PRE", "REC", "F1", "SD", "SSD", "MES", "Dice", "clDice", "b0_excess"]
-    names = ", ".join(cases[i].name for i in keep)
-    lines = [f"# {a.dataset} {a.split} split ({names}{', SYNTHETIC data' if synthetic else ''})", "",
+    lines = [f"# {title}", "",
              "Means over cases; SD/SSD in voxels (V3D neuron_distance), PRE/REC/F1/MES with tau = 4 voxels; "
              "b0_excess = connected components of the mask minus those of the gold mask.", "",
              "| method | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
@@ -142,8 +169,10 @@ def main() -> None:
         rs = [r for r in rows if r["method"] == mth]
         vals = [float(np.mean([r[k] for r in rs])) for k in keys]
         lines.append(f"| {mth} | " + " | ".join(f"{v:.3f}" if abs(v) < 100 else f"{v:.0f}" for v in vals) + " |")
-    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    text = "\n".join(lines) + "\n"
+    with atomic_path(out / f"{stem}.md") as tmp:
+        tmp.write_text(text)
+    return text
 
 
 if __name__ == "__main__":

@@ -1,0 +1,43 @@
+"""The segmenter tables' writer and reader (experiments/segmenters/rows.py): per-segmenter runs merge into one
+table without recomputation, and a file that is not a rows table is refused by name."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from neurorefiner.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("segmenter_rows", ROOT / "experiments" / "segmenters" / "rows.py")
+rows_mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(rows_mod)
+
+
+def _row(method: str, case: str, f1: float) -> dict:
+    return {**{k: 0.0 for k in rows_mod.COLS}, "method": method, "case": case, "F1": f1, "SSD": 10 * f1}
+
+
+def test_tables_roundtrip_and_merge_in_first_seen_order(tmp_path):
+    a = [_row("floor, largest", "OP_7", 0.5), _row("floor, largest", "OP_8", 0.7)]
+    b = [_row("vnet -> APP2", "OP_7", 0.2), _row("vnet -> APP2", "OP_8", 0.4)]
+    rows_mod.write_tables(a, tmp_path / "a", "t", "first")
+    rows_mod.write_tables(b, tmp_path / "b", "t", "second")
+    merged = rows_mod.read_rows(tmp_path / "a" / "t_cases.csv") + rows_mod.read_rows(tmp_path / "b" / "t_cases.csv")
+    assert merged[0]["F1"] == 0.5 and merged[0]["method"] == "floor, largest"
+    text = rows_mod.write_tables(merged, tmp_path, "all", "merged")
+    lines = [ln for ln in text.splitlines() if ln.startswith("| ") and "method" not in ln]
+    assert [ln.split(" | ")[0] for ln in lines] == ["| floor, largest", "| vnet -> APP2"]
+    assert "| 0.600 |" in lines[0] and "| 0.300 |" in lines[1]  # F1 means
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_read_rows_refuses_other_files(tmp_path):
+    bad = tmp_path / "x.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(InputError, match="x.csv"):
+        rows_mod.read_rows(bad)
+    with pytest.raises(InputError, match="not found"):
+        rows_mod.read_rows(tmp_path / "missing.csv")
