@@ -59,6 +59,7 @@ def main() -> None:
                    help="rows of an earlier run (its *_cases.csv; repeatable) to put in this table, after the "
                         "naive floor: merges per-segmenter runs without recomputing them")
     p.add_argument("--stem", default=None, help="output file stem (default <dataset>_<split>[_<cases>])")
+    p.add_argument("--plot", action="store_true", help="also <stem>.png: per-case F1 and SSD of every method")
     a = p.parse_args()
     import torch
 
@@ -132,6 +133,37 @@ def main() -> None:
     stem = a.stem or f"{a.dataset}_{a.split}" + (f"_{'_'.join(a.cases)}" if a.cases else "")
     title = f"{a.dataset} {a.split} split ({', '.join(names)}{', SYNTHETIC data' if synthetic else ''})"
     print(write_tables(rows, Path(a.out), stem, title))
+    if a.plot:
+        print("wrote", plot_rows(rows, Path(a.out) / f"{stem}.png", title))
+
+
+def plot_rows(rows: list[dict], path: Path, title: str) -> Path:
+    """Per-case F1 and SSD of every method side by side (dots = cases, bar = mean), atomically: a spread
+    over three test stacks says more than a mean."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from neurorefiner.io.atomic import atomic_path
+
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.45 * len(methods) + 1.5), sharey=True)
+    for ax, key, xlabel in ((axes[0], "F1", "F1 (tau 4 voxels), higher is better"),
+                            (axes[1], "SSD", "SSD (voxels), lower is better")):
+        for i, mth in enumerate(methods):
+            vals = [r[key] for r in rows if r["method"] == mth]
+            ax.barh(i, float(np.mean(vals)), color="0.8")
+            ax.plot(vals, [i] * len(vals), "o", color="k", ms=3)
+        ax.set_xlabel(xlabel)
+    axes[0].set_yticks(range(len(methods)), [m.replace(" -> APP2", "") for m in methods], fontsize=7)
+    axes[0].invert_yaxis()
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+    return path
 
 
 def read_rows(path: str | Path) -> list[dict]:

@@ -32,6 +32,8 @@ def test_tables_roundtrip_and_merge_in_first_seen_order(tmp_path):
     assert [ln.split(" | ")[0] for ln in lines] == ["| floor, largest", "| vnet -> APP2"]
     assert "| 0.600 |" in lines[0] and "| 0.300 |" in lines[1]  # F1 means
     assert not list(tmp_path.glob("*.part"))
+    png = rows_mod.plot_rows(merged, tmp_path / "all.png", "merged")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_read_rows_refuses_other_files(tmp_path):

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Issue 5: the CPU 3D U-Net on SYNTHETIC presets (generated stand-ins, never BigNeuron/CWMBS/ZBFWB results).
+#
+#   STEP=train PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh
+#   STEP=eval  PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh
+#
+# Training: the preset's train split, its val split picks the checkpoint; exact label files (gold labels),
+# percentile normalisation, the default 32x96x96 crops, batch 2, 256 steps (8 epochs x 32), one torch thread.
+# Post-processing is not chosen on these data: the DIADEM U-Net's setting (threshold 0.6, keep the largest
+# component) is recorded, and --raw adds threshold-only masks (every component: what refinement starts from).
+# Rows: test split -> APP2 -> metrics, plus the naive floor; experiments/segmenters/synthetic/<preset>_test.md.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY=${PY:-.venv/bin/python}
+STEP=${STEP:?STEP=train|eval}
+PRESETS=${PRESETS:-"synthetic_cwmbs_weak synthetic_zbfwb"}
+export WANDB_MODE=offline
+ckpt_of() { echo "checkpoints/runs/segment/unet3d/$1_r3/segmenter.pt"; }
+
+for preset in $PRESETS; do
+  ck=$(ckpt_of "$preset")
+  case $STEP in
+  train)
+    $PY train.py task=segment model=unet3d dataset="$preset" segmentation.ckpt_dir="$(dirname "$ck")" \
+      trainer.max_epochs=8 trainer.check_val_every_n_epoch=2 trainer.enable_progress_bar=false ;;
+  eval)
+    $PY -c "from neurorefiner.models.inference import PostProcess, record_postprocess; \
+record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen on these data: the DIADEM CPU 3D U-Net setting \
+(DIADEM OP_6, experiments/segmenters/postprocess_dev_OP_6_tiebreak.md)')"
+    $PY experiments/segmenters/rows.py --dataset "$preset" --split test --segmenter "unet3d=$ck" --raw \
+      --threads 1 --out experiments/segmenters/synthetic
+    $PY -c "from neurorefiner.models.segmentation_training import provenance_markdown as p; \
+print(p('$ck', 'STEP=train PRESETS=$preset bash experiments/segmenters/synthetic_rows.sh', \
+'unet3d on $preset (SYNTHETIC), 256 steps'))" > "experiments/segmenters/synthetic/${preset}_unet3d_card.md" ;;
+  *) echo "unknown STEP=$STEP" >&2; exit 2 ;;
+  esac
+done
