@@ -27,7 +27,8 @@ for preset in $PRESETS; do
     $PY -c "from neurorefiner.models.inference import PostProcess, record_postprocess; \
 record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen on these data: the DIADEM CPU 3D U-Net setting \
 (DIADEM OP_6, experiments/segmenters/postprocess_dev_OP_6_tiebreak.md)')"
-    $PY experiments/segmenters/rows.py --dataset "$preset" --split test --segmenter "unet3d=$ck" --raw \
+    # --no-naive: the floor's TEASAR on Otsu masks of the noisy synthetic stacks ran over 10 min per volume
+    $PY experiments/segmenters/rows.py --dataset "$preset" --split test --segmenter "unet3d=$ck" --raw --no-naive \
       --threads 1 --out experiments/segmenters/synthetic
     $PY -c "from neurorefiner.models.segmentation_training import provenance_markdown as p; \
 print(p('$ck', 'STEP=train PRESETS=$preset bash experiments/segmenters/synthetic_rows.sh', \

@@ -214,7 +214,10 @@ def record_postprocess(path: str | Path, post: PostProcess, chosen_on: str) -> P
     ckpt = _read_checkpoint(path)
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise InputError("only exported segmenter checkpoints (.pt) can record post-processing", path)
-    ckpt["meta"] = dict(ckpt.get("meta") or {}, postprocess=post.as_dict(), postprocess_chosen_on=chosen_on)
+    meta = ckpt.get("meta") or {}
+    if meta.get("postprocess") == post.as_dict() and meta.get("postprocess_chosen_on") == chosen_on:
+        return path  # already recorded: leave the file (and its hash, which keys the mask caches) alone
+    ckpt["meta"] = dict(meta, postprocess=post.as_dict(), postprocess_chosen_on=chosen_on)
     with atomic_path(path) as tmp:
         torch.save(ckpt, tmp)
     return path

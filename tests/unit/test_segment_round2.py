@@ -264,6 +264,9 @@ def test_recorded_postprocess_is_the_checkpoints_default(tmp_path):
     seg = load_segmenter(export)
     assert recorded_postprocess(seg) == chosen and seg.meta["note"] == "kept"
     assert seg.meta["postprocess_chosen_on"] == "OP_6"
+    before = export.read_bytes()
+    record_postprocess(export, chosen, "OP_6")  # the same record again: the file (and its hash) stay as they are
+    assert export.read_bytes() == before
     image = _stack()
     mask, probs = segment_array(seg, image, patch_size=(8, 16, 16))
     assert (mask == postprocess_mask(probs, chosen)).all()
