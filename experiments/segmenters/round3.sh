@@ -46,7 +46,7 @@ table)
   for arch in $ARCHS; do
     [ -f "$OUT/$arch/diadem_test_cases.csv" ] && inc+=(--include "$OUT/$arch/diadem_test_cases.csv")
   done
-  $PY experiments/segmenters/rows.py --dataset diadem --split test --no-naive "${inc[@]}" \
+  $PY experiments/segmenters/rows.py --dataset diadem --split test --no-naive --plot "${inc[@]}" \
     --stem diadem_test_all --out experiments/segmenters ;;
 *) echo "unknown STEP=$STEP" >&2; exit 2 ;;
 esac

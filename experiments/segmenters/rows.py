@@ -44,7 +44,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="diadem")
     p.add_argument("--split", default="test")
-    p.add_argument("--segmenter", action="append", default=[], help="name=checkpoint (repeatable)")
+    p.add_argument("--segmenter", action="append", default=[],
+                   help="arch=checkpoint (repeatable); arch[:variant]=checkpoint tells two checkpoints of one "
+                        "network apart (rows 'arch:variant', masks cached under their own folders)")
     p.add_argument("--no-naive", action="store_true")
     p.add_argument("--dust", type=int, default=0,
                    help="also score each segmenter's mask after removing components under this many voxels "
@@ -75,10 +77,12 @@ def main() -> None:
     names = [cases[i].name for i in keep]
     for spec in a.segmenter:
         name, _, ckpt = spec.partition("=")
+        arch, _, variant = name.partition(":")
+        folder = f"{arch}_{variant}" if variant else arch  # the plain name's folder holds refinement's M_init
         # the segmenter's own row: the checkpoint's recorded post-processing, wide windows
-        post = recorded_postprocess(load_segmenter(ckpt or shipped_checkpoint(name, a.dataset)))
-        paths = write_init_masks(a.dataset, name, ckpt or None, a.split, only=a.cases, post=post,
-                                 out_dir=mask_dir(a.dataset, f"{name}_postprocessed"), cache_probs=True)
+        post = recorded_postprocess(load_segmenter(ckpt or shipped_checkpoint(arch, a.dataset)))
+        paths = write_init_masks(a.dataset, arch, ckpt or None, a.split, only=a.cases, post=post,
+                                 out_dir=mask_dir(a.dataset, f"{folder}_postprocessed"), cache_probs=True)
         p = post.as_dict()
         label = (f"{name} (threshold {p['threshold']}, dust {p['dust_voxels']}, "
                  f"keep largest {p['keep_largest'] or 'all'})")
@@ -86,8 +90,8 @@ def main() -> None:
         if a.raw:
             # the masks refinement starts from (init_masks' default: every component kept)
             masks[f"{name} (threshold {p['threshold']} only, no component filter)"] = dict(zip(
-                names, write_init_masks(a.dataset, name, ckpt or None, a.split, only=a.cases, cache_probs=True),
-                strict=True))
+                names, write_init_masks(a.dataset, arch, ckpt or None, a.split, only=a.cases, cache_probs=True,
+                                        out_dir=mask_dir(a.dataset, folder)), strict=True))
     rows = []
     for i in keep:
         case = cases[i]
