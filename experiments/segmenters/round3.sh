@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 5, third round: every other baseline network on DIADEM with the shipped U-Net's recipe, shorter.
+# Issue 5, third round: every baseline network on DIADEM with the shipped U-Net's recipe, shorter (unet3d here =
+# the same U-Net at 256 steps, for an equal-steps comparison; the shipped one had 768).
 #
 #   STEP=train ARCHS="vnet gbpnet_style" bash experiments/segmenters/round3.sh   # train (one torch thread each)
 #   STEP=eval  ARCHS="vnet"              bash experiments/segmenters/round3.sh   # test rows of one network
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
 STEP=${STEP:?STEP=train|eval|table}
-ARCHS=${ARCHS:-"nnunet_style sgsnet_style adtlnet_style vnet gbpnet_style unetr swinunetr"}
+ARCHS=${ARCHS:-"nnunet_style sgsnet_style adtlnet_style vnet gbpnet_style unetr swinunetr unet3d"}
 OUT=experiments/segmenters/round3
 export WANDB_MODE=offline
 ckpt_of() { echo "checkpoints/runs/segment/$1/diadem_r3/segmenter.pt"; }
@@ -35,7 +36,9 @@ eval)
     $PY -c "from neurorefiner.models.inference import PostProcess, record_postprocess; \
 record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen for this network: the CPU 3D U-Net setting \
 (DIADEM OP_6, experiments/segmenters/postprocess_dev_OP_6_tiebreak.md)')"
-    $PY experiments/segmenters/rows.py --dataset diadem --split test --segmenter "$arch=$ck" --raw --no-naive \
+    name=$arch  # the shipped U-Net's rows and M_init are "unet3d": this run's are told apart
+    [ "$arch" = unet3d ] && name="unet3d:256steps"
+    $PY experiments/segmenters/rows.py --dataset diadem --split test --segmenter "$name=$ck" --raw --no-naive \
       --threads 1 --out "$OUT/$arch"
     $PY -c "from neurorefiner.models.segmentation_training import provenance_markdown as p; \
 print(p('$ck', 'STEP=train ARCHS=$arch bash experiments/segmenters/round3.sh', '$arch on DIADEM dev, round 3 (256 steps)'))" \
