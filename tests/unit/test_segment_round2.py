@@ -197,17 +197,22 @@ def test_checkpoint_records_normalisation_and_inference_uses_it(tmp_path):
     assert mask_t.sum() <= (probs > 0.99).sum()
 
 
-def test_init_masks_recompute_when_postprocessing_changes(tmp_path, monkeypatch):
-    from neurorefiner.models import init_masks
-
-    torch.manual_seed(0)
-    ds = TinyDataset(tmp_path / "d", n_dev=0, n_test=1)
-    export = export_segmenter(UNet3D(features=(4, 8, 16), first_stride=(1, 2, 2)), UNET_CFG, tmp_path / "u.pt",
-                              (8, 16, 16), normalization=normalization_spec(DEFAULT_PERCENTILES))
+def _tiny_export(tmp_path, monkeypatch, n_test: int):
+    """A small U-Net export and the registry answering every dataset name with a tiny test split."""
     import neurorefiner.data as data_pkg
 
+    torch.manual_seed(0)
+    ds = TinyDataset(tmp_path / "d", n_dev=0, n_test=n_test)
     monkeypatch.setattr(data_pkg, "get_dataset", lambda name, **kw: ds)
+    return export_segmenter(UNet3D(features=(4, 8, 16), first_stride=(1, 2, 2)), UNET_CFG, tmp_path / "u.pt",
+                            (8, 16, 16), normalization=normalization_spec(DEFAULT_PERCENTILES))
+
+
+def test_init_masks_recompute_when_postprocessing_changes(tmp_path, monkeypatch):
+    from neurorefiner.models import init_masks
     from neurorefiner.models.inference import record_postprocess
+
+    export = _tiny_export(tmp_path, monkeypatch, n_test=1)
 
     record_postprocess(export, PostProcess(0.6, 0, 1), chosen_on="test")
     out = tmp_path / "m"
@@ -229,13 +234,7 @@ def test_init_masks_probability_cache_gives_the_same_masks_with_one_pass(tmp_pat
     """rows.py scores two post-processings of each case; the probability map is computed once."""
     from neurorefiner.models import inference, init_masks
 
-    torch.manual_seed(0)
-    ds = TinyDataset(tmp_path / "d", n_dev=0, n_test=2)
-    export = export_segmenter(UNet3D(features=(4, 8, 16), first_stride=(1, 2, 2)), UNET_CFG, tmp_path / "u.pt",
-                              (8, 16, 16), normalization=normalization_spec(DEFAULT_PERCENTILES))
-    import neurorefiner.data as data_pkg
-
-    monkeypatch.setattr(data_pkg, "get_dataset", lambda name, **kw: ds)
+    export = _tiny_export(tmp_path, monkeypatch, n_test=2)
     monkeypatch.setattr(init_masks, "cache_dir", lambda: tmp_path / "cache")
     plain = init_masks.write_init_masks("tiny", "unet3d", export, "test", tmp_path / "plain", progress=False,
                                         post=PostProcess(0.5, 0, 1))
