@@ -37,7 +37,7 @@ def _fmt(v) -> str:
 
 
 def write_table(name: str, rows: list[dict], title: str, note: str = "") -> None:
-    from neurorefiner.io.atomic import atomic_path
+    from neurorefiner.io.atomic import atomic_path, write_text_atomic
 
     cols = list(rows[0])
     with atomic_path(HERE / f"{name}.csv") as tmp, open(tmp, "w", newline="") as fh:
@@ -46,8 +46,7 @@ def write_table(name: str, rows: list[dict], title: str, note: str = "") -> None
         w.writerows(rows)
     lines = [f"# {title}", "", note, "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_fmt(r[c]) for c in cols) + " |" for r in rows]
-    with atomic_path(HERE / f"{name}.md") as tmp:
-        tmp.write_text("\n".join(lines) + "\n")
+    write_text_atomic(HERE / f"{name}.md", "\n".join(lines) + "\n")
     print(f"wrote {HERE / name}.csv/.md ({len(rows)} rows)")
 
 

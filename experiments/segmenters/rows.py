@@ -187,7 +187,7 @@ def read_rows(path: str | Path) -> list[dict]:
 def write_tables(rows: list[dict], out: Path, stem: str, title: str) -> str:
     """``<stem>_cases.csv`` (every row) and ``<stem>.md`` (means per method, in first-seen order), atomically;
     returns the markdown."""
-    from neurorefiner.io.atomic import atomic_path
+    from neurorefiner.io.atomic import atomic_path, write_text_atomic
 
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / f"{stem}_cases.csv") as tmp, open(tmp, "w", newline="") as fh:
@@ -206,8 +206,7 @@ def write_tables(rows: list[dict], out: Path, stem: str, title: str) -> str:
         vals = [float(np.mean([r[k] for r in rs])) for k in keys]
         lines.append(f"| {mth} | " + " | ".join(f"{v:.3f}" if abs(v) < 100 else f"{v:.0f}" for v in vals) + " |")
     text = "\n".join(lines) + "\n"
-    with atomic_path(out / f"{stem}.md") as tmp:
-        tmp.write_text(text)
+    write_text_atomic(out / f"{stem}.md", text)
     return text
 
 

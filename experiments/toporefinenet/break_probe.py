@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from neurorefiner.data import get_dataset
     from neurorefiner.data.stage1 import make_stage1_sample
-    from neurorefiner.io.atomic import atomic_path
+    from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.models.refine_module import betti0
     from neurorefiner.models.refiner import TopoRefiner
 
@@ -58,8 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                 joined += betti0(edited) <= betti0(s["target"]) < betti0(s["mask"])
             lines.append(f"| {label} | {thr} | {np.mean(fixed):.3f} | {joined} of {len(samples)} |")
     args.out.mkdir(parents=True, exist_ok=True)
-    with atomic_path(args.out / "break_probe.md") as tmp:
-        Path(tmp).write_text("\n".join(lines) + "\n")
+    write_text_atomic(args.out / "break_probe.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

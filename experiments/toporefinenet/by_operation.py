@@ -12,7 +12,7 @@ import csv
 from collections import defaultdict
 from pathlib import Path
 
-from neurorefiner.io.atomic import atomic_path
+from neurorefiner.io.atomic import write_text_atomic
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,8 +33,7 @@ def main(argv: list[str] | None = None) -> int:
                 v = fixed.get((model, condition, op), [])
                 cells.append(f"{sum(v) / len(v):.3f} ({len(v)})" if v else "-")
             lines.append(f"| {model} | {condition} | " + " | ".join(cells) + " |")
-        with atomic_path(folder / "by_operation.md") as tmp:
-            Path(tmp).write_text("\n".join(lines) + "\n")
+        write_text_atomic(folder / "by_operation.md", "\n".join(lines) + "\n")
         print("\n".join(lines) + "\n")
     return 0
 

@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
     from neurorefiner.agents.instructions import parse_instruction
-    from neurorefiner.io.atomic import atomic_path
+    from neurorefiner.io.atomic import atomic_path, write_text_atomic
     from neurorefiner.models.refiner import TopoRefiner
 
     torch.set_num_threads(args.threads)
@@ -180,8 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             mean = {k: np.mean([r[k] for r in sel]) for k in ("fixed", "dice_defect", "betti0_err", "changed")}
             lines.append(f"| {label} | {kind} | {adh_s} | {mean['fixed']:.3f} | {mean['dice_defect']:.3f} | "
                          f"{mean['betti0_err']:.2f} | {mean['changed']:.0f} |")
-    with atomic_path(args.out / "summary.md") as tmp:
-        Path(tmp).write_text("\n".join(lines) + "\n")
+    write_text_atomic(args.out / "summary.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

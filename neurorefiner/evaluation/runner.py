@@ -20,7 +20,7 @@ from neurorefiner.data.cases import Case
 from neurorefiner.errors import InputError, MissingPieceError
 from neurorefiner.evaluation.tables import markdown_table, summarize, write_rows_csv
 from neurorefiner.io import read_mask
-from neurorefiner.io.atomic import atomic_path
+from neurorefiner.io.atomic import atomic_path, write_text_atomic
 from neurorefiner.paths import cache_dir
 
 MaskSource = Callable[[Case, np.ndarray], np.ndarray]
@@ -86,7 +86,6 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case]) -> list[dict]:  # type
     table = markdown_table(summarize(rows))
     synthetic = dataset.name.startswith("synthetic") or dataset.name == "tiny"
     title = f"# {dataset.name} ({'SYNTHETIC data' if synthetic else 'real data'}), split {cfg.split}\n\n"
-    with atomic_path(out_dir / "table.md") as tmp:
-        tmp.write_text(title + table)
+    write_text_atomic(out_dir / "table.md", title + table)
     print(title + table)
     return rows

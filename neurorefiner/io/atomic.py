@@ -33,3 +33,10 @@ def atomic_path(path: str | Path, is_dir: bool = False) -> Iterator[Path]:
         else:
             tmp.unlink(missing_ok=True)
         raise
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Write a text file (a results table, a card) through :func:`atomic_path`; returns the path."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)
