@@ -45,7 +45,8 @@ print(p('$ck', 'STEP=train ARCHS=$arch bash experiments/segmenters/round3.sh', '
       > "$OUT/$arch/card.md"
   done ;;
 table)
-  inc=(--include experiments/segmenters/diadem_test_cases.csv)
+  # the shipped U-Net and the naive floor first, then the previous shipped U-Net (round 2), then round 3
+  inc=(--include experiments/segmenters/diadem_test_cases.csv --include experiments/segmenters/round2/diadem_test_cases.csv)
   for arch in $ARCHS; do
     [ -f "$OUT/$arch/diadem_test_cases.csv" ] && inc+=(--include "$OUT/$arch/diadem_test_cases.csv")
   done

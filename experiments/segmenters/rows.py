@@ -134,6 +134,7 @@ def main() -> None:
                 print(rows[-1])
     for path in a.include:
         rows.extend(r for r in read_rows(path) if r["case"] in names)
+    rows = first_of_each(rows)
     stem = a.stem or f"{a.dataset}_{a.split}" + (f"_{'_'.join(a.cases)}" if a.cases else "")
     title = f"{a.dataset} {a.split} split ({', '.join(names)}{', SYNTHETIC data' if synthetic else ''})"
     print(write_tables(rows, Path(a.out), stem, title))
@@ -168,6 +169,19 @@ def plot_rows(rows: list[dict], path: Path, title: str) -> Path:
         fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return path
+
+
+def first_of_each(rows: list[dict]) -> list[dict]:
+    """One row per (method, case), the first seen: an earlier run merged with --include may carry rows this
+    run made afresh (the naive floor), and a duplicate would count twice in the plot."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for r in rows:
+        key = (r["method"], r["case"])
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
 
 
 def read_rows(path: str | Path) -> list[dict]:

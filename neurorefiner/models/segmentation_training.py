@@ -66,6 +66,11 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     from neurorefiner.models.inference import export_segmenter
 
     seg = cfg.segmentation
+    # export_checkpoint=last: the end of the schedule, not the validation pick (cross-validation folds score
+    # their held-out cases afterwards, so those cases must not also choose the checkpoint)
+    export_which = str(seg.get("export_checkpoint", "best"))
+    if export_which not in ("best", "last"):
+        raise ValueError(f"segmentation.export_checkpoint must be 'best' or 'last', got {export_which!r}")
     L.seed_everything(int(cfg.get("seed", 0)), workers=True)
     if seg.get("num_threads"):
         torch.set_num_threads(int(seg.num_threads))
@@ -91,7 +96,8 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     wall = time.perf_counter() - started
     metrics: dict[str, Any] = {k: float(v) for k, v in trainer.callback_metrics.items()
                                if getattr(v, "numel", lambda: 1)() == 1}
-    best = checkpoint.best_model_path or (str(last) if last.exists() else "")
+    best = checkpoint.best_model_path if export_which == "best" else ""
+    best = best or (str(last) if last.exists() else "")
     if best:
         state = torch.load(best, map_location="cpu", weights_only=False)["state_dict"]
         module.load_state_dict(state)
@@ -103,12 +109,21 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     info = {"wall_s": wall, "resumed_from": resume, "device": device, "global_step": int(trainer.global_step),
             "epochs": int(trainer.current_epoch), "dataset": str(cfg.dataset.get("name", "")),
             "train_cases": [c.name for c in dm.train_cases], "val_cases": [c.name for c in dm.val_cases],
-            "best_checkpoint": best, "metrics": metrics}
+            "best_checkpoint": best, "exported": export_which, "metrics": metrics}
     info["labels"] = {k: dm.__dict__.get(k) for k in ("labels", "label_band", "label_rel")}
     export_segmenter(module.net, module.hparams.net_config, export, tuple(seg.data.patch_size), meta=info,
                      normalization=module.hparams.get("normalization"))
     metrics.update({"wall_s": wall, "global_step": float(trainer.global_step), "export_path": str(export)})
     return metrics
+
+
+def _validation_phrase(meta: dict) -> str:
+    val = meta.get("val_cases")
+    if not val:
+        return "no validation case (the last checkpoint is exported)"
+    if meta.get("exported") == "last":
+        return f"validated on {val} (reported only: the last checkpoint is exported)"
+    return f"validated (and the checkpoint picked) on {val}"
 
 
 def provenance_markdown(export_path: str | Path, command: str, title: str | None = None) -> str:
@@ -129,8 +144,8 @@ def provenance_markdown(export_path: str | Path, command: str, title: str | None
              f"- network: `{seg.net_config.get('_target_')}` ({n_params:,} parameters), arguments "
              f"`{ {k: v for k, v in seg.net_config.items() if k != '_target_'} }`",
              f"- training patch (z, y, x): {list(seg.patch_size)}",
-             f"- data: dataset `{meta.get('dataset')}`, trained on {meta.get('train_cases')}, validated (and the "
-             f"checkpoint picked) on {meta.get('val_cases')}; no test case was used",
+             f"- data: dataset `{meta.get('dataset')}`, trained on {meta.get('train_cases')}, "
+             + _validation_phrase(meta) + "; no test case was used",
              f"- steps: {meta.get('global_step')} optimiser steps, {meta.get('epochs')} epochs"
              + (f" (resumed from `{Path(meta['resumed_from']).name}`)" if meta.get("resumed_from") else ""),
              f"- wall time of the last `fit` call: {meta.get('wall_s', float('nan')):.0f} s"
@@ -139,8 +154,9 @@ def provenance_markdown(export_path: str | Path, command: str, title: str | None
              f"training labels: {meta.get('labels') or 'gold (case.label)'}",
              f"- post-processing recorded for inference: {meta.get('postprocess') or 'none (threshold 0.5)'}"
              + (f", chosen on {meta['postprocess_chosen_on']}" if meta.get("postprocess_chosen_on") else ""),
-             f"- validation (sliding window, threshold 0.5): Dice {metrics.get('val/dice', float('nan')):.4f}, "
-             f"clDice {metrics.get('val/cldice', float('nan')):.4f}; best validation Dice "
-             f"{metrics.get('best_val_dice', float('nan')):.4f}",
+             (f"- validation (sliding window, threshold 0.5): Dice {metrics.get('val/dice', float('nan')):.4f}, "
+              f"clDice {metrics.get('val/cldice', float('nan')):.4f}; best validation Dice "
+              f"{metrics.get('best_val_dice', float('nan')):.4f}" if meta.get("val_cases") else
+              "- validation: none (every dev case trained the network)"),
              "", "## Command", "", "```bash", command.strip(), "```", ""]
     return "\n".join(lines)

@@ -93,3 +93,37 @@ def test_last_checkpoint_follows_training_not_validation(tmp_path):
     train_segmenter(_cfg(tmp_path, 4, ("segmentation.module.lr=0.0",)))
     state = torch.load(tmp_path / "ck" / "last.ckpt", map_location="cpu", weights_only=False)
     assert state["global_step"] == 4
+
+
+def test_export_last_takes_the_end_of_the_schedule(tmp_path):
+    """Cross-validation folds export the last checkpoint: their validation cases score the network later, so
+    they may not also pick it."""
+    from neurorefiner.models.segmentation_training import train_segmenter
+
+    (tmp_path / "data").mkdir()
+    metrics = train_segmenter(_cfg(tmp_path, 4, ("segmentation.export_checkpoint=last",)))
+    seg = load_segmenter(Path(metrics["export_path"]))
+    assert seg.meta["exported"] == "last"
+    last = torch.load(tmp_path / "ck" / "last.ckpt", map_location="cpu", weights_only=False)["state_dict"]
+    for name, value in seg.net.state_dict().items():
+        assert torch.equal(value, last[f"net.{name}"]), name
+
+
+def test_unknown_export_choice_fails_before_training(tmp_path):
+    from neurorefiner.models.segmentation_training import train_segmenter
+
+    (tmp_path / "data").mkdir()
+    with pytest.raises(ValueError, match="export_checkpoint"):
+        train_segmenter(_cfg(tmp_path, 2, ("segmentation.export_checkpoint=newest",)))
+    assert not (tmp_path / "ck" / "last.ckpt").exists()
+
+
+def test_card_of_a_run_without_validation_says_so(tmp_path):
+    """A network trained on every dev case has no validation figures: its card must not print 'Dice nan' or
+    claim a checkpoint was picked on an empty list."""
+    from neurorefiner.models.segmentation_training import provenance_markdown, train_segmenter
+
+    (tmp_path / "data").mkdir()
+    metrics = train_segmenter(_cfg(tmp_path, 2, ("segmentation.data.n_val=0", "segmentation.export_checkpoint=last")))
+    card = provenance_markdown(metrics["export_path"], "python train.py ...")
+    assert "no validation case" in card and "nan" not in card and "picked) on []" not in card

@@ -43,3 +43,10 @@ def test_read_rows_refuses_other_files(tmp_path):
         rows_mod.read_rows(bad)
     with pytest.raises(InputError, match="not found"):
         rows_mod.read_rows(tmp_path / "missing.csv")
+
+
+def test_merged_runs_keep_one_row_per_method_and_case():
+    fresh = [_row("floor, largest", "OP_7", 0.5)]
+    archived = [_row("floor, largest", "OP_7", 0.4), _row("unet3d:r2 -> APP2", "OP_7", 0.6)]
+    merged = rows_mod.first_of_each(fresh + archived)
+    assert [(r["method"], r["F1"]) for r in merged] == [("floor, largest", 0.5), ("unet3d:r2 -> APP2", 0.6)]

@@ -1,0 +1,203 @@
+"""Cross-validation over DIADEM dev (OP_1-OP_6) for the CPU 3D U-Net: how many training steps, and which
+post-processing, trace best on volumes the network never saw. OP_6 alone (the round-2 choice) was a weak
+guide: it preferred 768 steps, while the test split later favoured 256 (experiments/segmenters/README.md).
+
+Three folds hold out {OP_1, OP_2}, {OP_3, OP_4}, {OP_5, OP_6}; each fold's network trains on the other four
+cases with the shipped recipe (conf/experiment/segment_diadem_cpu.yaml) and exports its *last* checkpoint
+(the held-out cases score it, so they must not also pick it). ``cv_dev.sh`` trains the folds and calls
+``probs``; ``choose`` scores every (steps, threshold, dust, keep-largest) on the six out-of-fold probability
+maps: mask -> APP2 -> F1/SSD against the gold SWC, as the tables are. OP_7-OP_9 are refused.
+
+Rule (fixed before the runs): the highest mean F1 over the six held-out cases; settings within 0.01 of it
+go to the lower mean SSD, then the simpler setting (no dust removal, no component filter, threshold
+nearest 0.5).
+
+    .venv/bin/python experiments/segmenters/cv_dev.py probs --run checkpoints/runs/segment/unet3d/cv/f1_256
+    .venv/bin/python experiments/segmenters/cv_dev.py choose --runs checkpoints/runs/segment/unet3d/cv/f*_*
+
+``choose`` writes cv_dev/cv_dev.md (tables), cv_dev/cv_dev_cases.csv (every row) and cv_dev/choice.json
+(read by cv_final.sh, which trains the chosen recipe on all six dev cases and ships it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import itertools
+import json
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+FOLDS = {1: ("OP_1", "OP_2"), 2: ("OP_3", "OP_4"), 3: ("OP_5", "OP_6")}
+THRESHOLDS = (0.4, 0.5, 0.6, 0.7, 0.8)
+DUST = (0, 1000)
+KEEP = (0, 1)
+RUN_NAME = re.compile(r"f(?P<fold>\d+)_(?P<steps>\d+)$")
+TIE_F1 = 0.01
+
+
+def parse_run(path: Path) -> tuple[int, int]:
+    """(fold, steps) from a run directory named f<fold>_<steps>."""
+    m = RUN_NAME.search(path.name)
+    if not m or int(m["fold"]) not in FOLDS:
+        raise SystemExit(f"{path}: run directories are named f<fold>_<steps>, fold in {sorted(FOLDS)}")
+    return int(m["fold"]), int(m["steps"])
+
+
+def dev_cases() -> dict:
+    from neurorefiner.data import get_dataset
+
+    return {c.name: c for c in get_dataset("diadem").cases("dev")}
+
+
+def write_probs(run: Path, threads: int) -> None:
+    """Out-of-fold probability maps (wide windows, Gaussian blending) of the run's held-out cases."""
+    import torch
+
+    from neurorefiner.data.segmentation import normalize_image
+    from neurorefiner.io.atomic import atomic_path
+    from neurorefiner.models.inference import default_window, load_segmenter, max_input_of, sliding_window_probs
+
+    torch.set_num_threads(threads)
+    fold, _ = parse_run(run)
+    seg = load_segmenter(run / "segmenter.pt")
+    held_out = set(FOLDS[fold])
+    trained_on = set(seg.meta.get("train_cases") or ())
+    if trained_on & held_out:
+        raise SystemExit(f"{run}: trained on {sorted(trained_on & held_out)}, which this fold holds out")
+    cases = dev_cases()
+    out = run / "oof_probs"
+    out.mkdir(exist_ok=True)
+    for name in FOLDS[fold]:
+        target = out / f"{name}.npy"
+        if target.exists():
+            continue
+        case = cases[name]
+        raw = case.image().load()
+        img = normalize_image(raw, str(case.image_path), seg.normalization)
+        window = default_window(seg.patch_size, raw.shape, max_input=max_input_of(seg.net))
+        t = time.perf_counter()
+        probs = sliding_window_probs(seg.net, img, window, overlap=0.25, mode="gaussian")
+        with atomic_path(target) as tmp, open(tmp, "wb") as fh:
+            np.save(fh, probs.astype(np.float16))
+        print(f"{run.name} {name}: window {window}, {time.perf_counter() - t:.0f} s")
+
+
+def score_runs(runs: list[Path]) -> list[dict]:
+    """One row per (run, case, setting): mask -> APP2 -> metrics against the gold SWC."""
+    from neurorefiner.metrics import score_mask
+    from neurorefiner.models.inference import PostProcess, postprocess_mask
+
+    cases = dev_cases()
+    rows = []
+    for run in runs:
+        fold, steps = parse_run(run)
+        for name in FOLDS[fold]:
+            path = run / "oof_probs" / f"{name}.npy"
+            if not path.exists():
+                raise SystemExit(f"{path}: missing; run `cv_dev.py probs --run {run}` first")
+            probs = np.load(path).astype(np.float32)
+            case = cases[name]
+            gold, sp = case.gold(), case.spacing
+            scored: dict[bytes, dict] = {}  # identical masks are traced once
+            for thr, dust, keep in itertools.product(THRESHOLDS, DUST, KEEP):
+                post = PostProcess(thr, dust, keep)
+                mask = postprocess_mask(probs, post)
+                key = hashlib.sha1(np.packbits(mask).tobytes()).digest()
+                s = scored[key] if key in scored else scored.setdefault(key, score_mask(gold, mask, sp))
+                rows.append({"steps": steps, "fold": fold, "case": name, **post.as_dict(),
+                             **{k: float(s[k]) for k in ("PRE", "REC", "F1", "SD", "SSD")}})
+            best = max(r["F1"] for r in rows if r["case"] == name and r["steps"] == steps)
+            print(f"{run.name} {name}: best F1 {best:.3f}")
+    return rows
+
+
+SETTING = ("steps", "threshold", "dust_voxels", "keep_largest")
+METRICS = ("PRE", "REC", "F1", "SD", "SSD")
+TABLE_HEAD = ["| steps | threshold | dust | keep_largest | PRE | REC | F1 | SD | SSD |",
+              "|---|---|---|---|---|---|---|---|---|"]
+
+
+def table_row(s: dict) -> str:
+    return (f"| {s['steps']} | {s['threshold']} | {s['dust_voxels']} | {s['keep_largest']} | {s['PRE']:.3f} | "
+            f"{s['REC']:.3f} | {s['F1']:.3f} | {s['SD']:.2f} | {s['SSD']:.2f} |")
+
+
+def summarise(rows: list[dict], n_cases: int) -> tuple[list[dict], dict]:
+    """Means per setting over the held-out cases (settings missing a case are dropped) and the choice."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in SETTING), []).append(r)
+    summary = [{**dict(zip(SETTING, k, strict=True)), "cases": len(rs),
+                **{m: float(np.mean([r[m] for r in rs])) for m in METRICS}}
+               for k, rs in groups.items() if len(rs) == n_cases]
+    if not summary:
+        raise SystemExit(f"no setting was scored on all {n_cases} held-out cases")
+    best_f1 = max(s["F1"] for s in summary)
+    near = [s for s in summary if s["F1"] >= best_f1 - TIE_F1]
+    chosen = min(near, key=lambda s: (s["SSD"], s["dust_voxels"] > 0, s["keep_largest"] > 0,
+                                      abs(s["threshold"] - 0.5)))
+    summary.sort(key=lambda s: (-s["F1"], s["SSD"]))
+    return summary, chosen
+
+
+def choose(runs: list[Path], out: Path) -> None:
+    from neurorefiner.io.atomic import atomic_path, write_text_atomic
+
+    held = sorted({c for r in runs for c in FOLDS[parse_run(r)[0]]})
+    rows = score_runs(runs)
+    summary, chosen = summarise(rows, len(held))
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out / "cv_dev_cases.csv") as tmp, open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    steps = sorted({s["steps"] for s in summary})
+    lines = ["# Steps and post-processing of the CPU 3D U-Net, cross-validated on DIADEM dev", "",
+             f"Out-of-fold masks of {', '.join(held)} (three folds, each network trained on the other four dev "
+             "cases, last checkpoint, wide windows) -> APP2 -> PRE/REC/F1 (tau 4 voxels), SD/SSD in voxels; "
+             f"means over the {len(held)} held-out cases. Rule: the highest mean F1; settings within "
+             f"{TIE_F1} of it go to the lower mean SSD, then the simpler setting. OP_7-OP_9 are not used.", "",
+             f"**Chosen: {chosen['steps']} steps, threshold {chosen['threshold']}, dust {chosen['dust_voxels']} "
+             f"voxels, keep_largest {chosen['keep_largest']}** (F1 {chosen['F1']:.3f}, SSD {chosen['SSD']:.2f})", "",
+             "Best setting per step budget:", "", *TABLE_HEAD]
+    lines += [table_row(next(s for s in summary if s["steps"] == n)) for n in steps]
+    lines += ["", "Per held-out case, the chosen post-processing at each step budget (F1 / SSD):", "",
+              "| case | " + " | ".join(f"{n} steps" for n in steps) + " |", "|---|" + "---|" * len(steps)]
+    pick = {k: chosen[k] for k in SETTING[1:]}
+    for case in held:
+        cells = []
+        for n in steps:
+            r = next((r for r in rows if r["case"] == case and r["steps"] == n
+                      and all(r[k] == v for k, v in pick.items())), None)
+            cells.append(f"{r['F1']:.3f} / {r['SSD']:.1f}" if r else "-")
+        lines.append(f"| {case} | " + " | ".join(cells) + " |")
+    lines += ["", "Every setting (means over the held-out cases), best F1 first:", "", *TABLE_HEAD]
+    lines += [table_row(s) for s in summary]
+    write_text_atomic(out / "cv_dev.md", "\n".join(lines) + "\n")
+    write_text_atomic(out / "choice.json", json.dumps({k: chosen[k] for k in (*SETTING, "F1", "SSD")}, indent=1) + "\n")
+    print("\n".join(lines[:14]))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    pr = sub.add_parser("probs", help="out-of-fold probability maps of one fold's run")
+    pr.add_argument("--run", required=True, type=Path)
+    pr.add_argument("--threads", type=int, default=1)
+    ch = sub.add_parser("choose", help="score every setting on the out-of-fold maps and pick one")
+    ch.add_argument("--runs", nargs="+", required=True, type=Path)
+    ch.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "cv_dev")
+    a = p.parse_args()
+    if a.cmd == "probs":
+        write_probs(a.run, a.threads)
+    else:
+        choose(a.runs, a.out)
+
+
+if __name__ == "__main__":
+    main()

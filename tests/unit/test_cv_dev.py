@@ -1,0 +1,54 @@
+"""The cross-validation over DIADEM dev (experiments/segmenters/cv_dev.py): folds never overlap, run
+directories name their fold, and the choice follows the rule written in the script's header."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("cv_dev", ROOT / "experiments" / "segmenters" / "cv_dev.py")
+cv = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cv)
+
+
+def test_folds_cover_dev_once_and_never_test():
+    held = [c for cases in cv.FOLDS.values() for c in cases]
+    assert sorted(held) == [f"OP_{i}" for i in range(1, 7)]
+    assert not {"OP_7", "OP_8", "OP_9"} & set(held)
+
+
+def test_run_directories_name_fold_and_steps():
+    assert cv.parse_run(Path("cv/f2_768")) == (2, 768)
+    with pytest.raises(SystemExit, match="f<fold>_<steps>"):
+        cv.parse_run(Path("cv/fold2"))
+    with pytest.raises(SystemExit, match="fold in"):
+        cv.parse_run(Path("cv/f9_256"))
+
+
+def _rows(steps: int, thr: float, f1s: tuple[float, float], ssd: float, keep: int = 0) -> list[dict]:
+    return [{"steps": steps, "threshold": thr, "dust_voxels": 0, "keep_largest": keep, "case": c,
+             "PRE": f1, "REC": f1, "F1": f1, "SD": ssd / 2, "SSD": ssd} for c, f1 in zip(("OP_1", "OP_2"), f1s)]
+
+
+def test_choice_is_best_mean_f1_then_lower_ssd_within_the_tie_band():
+    rows = (_rows(256, 0.5, (0.80, 0.90), 30.0) + _rows(768, 0.5, (0.86, 0.86), 20.0)  # 0.85 vs 0.86
+            + _rows(768, 0.7, (0.70, 0.70), 5.0))  # lowest SSD, but far below the best F1
+    summary, chosen = cv.summarise(rows, n_cases=2)
+    assert (chosen["steps"], chosen["threshold"]) == (768, 0.5)  # 0.85 is within 0.01 of 0.86; SSD 20 < 30
+    assert summary[0]["F1"] == pytest.approx(0.86)
+    rows += _rows(256, 0.6, (0.95, 0.95), 40.0)  # clearly the best F1: SSD no longer matters
+    assert cv.summarise(rows, n_cases=2)[1]["threshold"] == 0.6
+
+
+def test_settings_missing_a_case_are_not_compared():
+    rows = _rows(256, 0.5, (0.5, 0.5), 30.0) + _rows(768, 0.5, (0.9, 0.9), 10.0)[:1]
+    summary, chosen = cv.summarise(rows, n_cases=2)
+    assert [s["steps"] for s in summary] == [256] and chosen["steps"] == 256
+
+
+def test_simpler_setting_breaks_exact_ties():
+    rows = _rows(256, 0.5, (0.8, 0.8), 10.0, keep=1) + _rows(256, 0.5, (0.8, 0.8), 10.0, keep=0)
+    assert cv.summarise(rows, n_cases=2)[1]["keep_largest"] == 0
