@@ -166,14 +166,14 @@ def choose(runs: list[Path], out: Path) -> None:
              f"voxels, keep_largest {chosen['keep_largest']}** (F1 {chosen['F1']:.3f}, SSD {chosen['SSD']:.2f})", "",
              "Best setting per step budget:", "", *TABLE_HEAD]
     lines += [table_row(next(s for s in summary if s["steps"] == n)) for n in steps]
-    lines += ["", "Per held-out case, the chosen post-processing at each step budget (F1 / SSD):", "",
+    best_of = {n: next(s for s in summary if s["steps"] == n) for n in steps}
+    lines += ["", "Per held-out case, each step budget with its best setting above (F1 / SSD):", "",
               "| case | " + " | ".join(f"{n} steps" for n in steps) + " |", "|---|" + "---|" * len(steps)]
-    pick = {k: chosen[k] for k in SETTING[1:]}
     for case in held:
         cells = []
         for n in steps:
-            r = next((r for r in rows if r["case"] == case and r["steps"] == n
-                      and all(r[k] == v for k, v in pick.items())), None)
+            r = next((r for r in rows if r["case"] == case
+                      and all(r[k] == best_of[n][k] for k in SETTING)), None)
             cells.append(f"{r['F1']:.3f} / {r['SSD']:.1f}" if r else "-")
         lines.append(f"| {case} | " + " | ".join(cells) + " |")
     lines += ["", "Every setting (means over the held-out cases), best F1 first:", "", *TABLE_HEAD]
