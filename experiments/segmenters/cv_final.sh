@@ -47,9 +47,6 @@ bash experiments/segmenters/cv_final.sh', 'unet3d_diadem_cpu: CPU 3D U-Net on DI
   cross-validation over OP_1-OP_6 (each fold trained on four cases, scored through APP2 on the two it held out),
   \`experiments/segmenters/cv_dev/cv_dev.md\`; rule in \`experiments/segmenters/cv_dev.py\`.
 - Checkpoint: the last one (no validation case; all six dev cases train it).
-- Wall time above: the run was started early at low priority (nice 10) beside three cross-validation trainings,
-  so it mostly measures waiting; the same network and budget alone took 619 s on one thread
-  (\`experiments/segmenters/round3/unet3d/card.md\`).
 - Inference window: wide (64x256x256), as chosen on OP_6 in the second round.
 - Test split (OP_7-OP_9) figures, evaluated once after every choice above was fixed:
   \`experiments/segmenters/diadem_test.md\` (reporting only).
