@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
-import itertools
 import json
 import re
 import time
@@ -89,10 +87,10 @@ def write_probs(run: Path, threads: int) -> None:
 
 def score_runs(runs: list[Path]) -> list[dict]:
     """One row per (run, case, setting): mask -> APP2 -> metrics against the gold SWC."""
-    from neurorefiner.metrics import score_mask
-    from neurorefiner.models.inference import PostProcess, postprocess_mask
+    from neurorefiner.evaluation.postprocess_grid import score_settings, settings_grid
 
     cases = dev_cases()
+    grid = settings_grid(THRESHOLDS, DUST, KEEP)
     rows = []
     for run in runs:
         fold, steps = parse_run(run)
@@ -102,17 +100,10 @@ def score_runs(runs: list[Path]) -> list[dict]:
                 raise SystemExit(f"{path}: missing; run `cv_dev.py probs --run {run}` first")
             probs = np.load(path).astype(np.float32)
             case = cases[name]
-            gold, sp = case.gold(), case.spacing
-            scored: dict[bytes, dict] = {}  # identical masks are traced once
-            for thr, dust, keep in itertools.product(THRESHOLDS, DUST, KEEP):
-                post = PostProcess(thr, dust, keep)
-                mask = postprocess_mask(probs, post)
-                key = hashlib.sha1(np.packbits(mask).tobytes()).digest()
-                s = scored[key] if key in scored else scored.setdefault(key, score_mask(gold, mask, sp))
-                rows.append({"steps": steps, "fold": fold, "case": name, **post.as_dict(),
-                             **{k: float(s[k]) for k in ("PRE", "REC", "F1", "SD", "SSD")}})
-            best = max(r["F1"] for r in rows if r["case"] == name and r["steps"] == steps)
-            print(f"{run.name} {name}: best F1 {best:.3f}")
+            scored = [{"steps": steps, "fold": fold, "case": name, **post.as_dict(), **s}
+                      for post, s in score_settings(probs, case.gold(), case.spacing, grid)]
+            rows += scored
+            print(f"{run.name} {name}: best F1 {max(r['F1'] for r in scored):.3f}")
     return rows
 
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
-import itertools
 import time
 from pathlib import Path
 
@@ -29,13 +27,11 @@ import numpy as np
 
 from neurorefiner.data import get_dataset
 from neurorefiner.data.segmentation import normalize_image
-from neurorefiner.metrics import score_mask
+from neurorefiner.evaluation.postprocess_grid import score_settings, settings_grid
 from neurorefiner.models.inference import (
-    PostProcess,
     default_window,
     load_segmenter,
     max_input_of,
-    postprocess_mask,
     sliding_window_probs,
 )
 
@@ -71,21 +67,14 @@ def main() -> None:
         gold, sp = case.gold(), case.spacing
         windows = {"train": ("training patch", seg.patch_size),
                    "wide": ("wide", default_window(seg.patch_size, raw.shape, max_input=max_input_of(seg.net)))}
-        scored: dict[bytes, dict[str, float]] = {}  # identical masks are traced once
         for wname, window in (windows[w] for w in a.windows):
             t = time.perf_counter()
             probs = sliding_window_probs(seg.net, img, window, overlap=0.25, mode="gaussian")
             infer_s = time.perf_counter() - t
             print(f"{name} window {wname} {window}: {infer_s:.1f} s")
-            scored.clear()
-            for thr, dust, keep in itertools.product(a.thresholds, DUST, KEEP):
-                post = PostProcess(thr, dust, keep)
-                mask = postprocess_mask(probs, post)
-                key = hashlib.sha1(np.packbits(mask).tobytes()).digest()
-                s = scored[key] if key in scored else scored.setdefault(key, score_mask(gold, mask, sp))
+            for post, s in score_settings(probs, gold, sp, settings_grid(a.thresholds, DUST, KEEP)):
                 rows.append({"case": name, "window": f"{wname} {'x'.join(map(str, window))}",
-                             "infer_s": round(infer_s, 1), **post.as_dict(),
-                             **{k: float(s[k]) for k in ("PRE", "REC", "F1", "SD", "SSD")}})
+                             "infer_s": round(infer_s, 1), **post.as_dict(), **s})
                 print(rows[-1])
     keys = ["window", "threshold", "dust_voxels", "keep_largest"]
     groups: dict[tuple, list[dict]] = {}
