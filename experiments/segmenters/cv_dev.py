@@ -17,6 +17,15 @@ nearest 0.5).
 
 ``choose`` writes cv_dev/cv_dev.md (tables), cv_dev/cv_dev_cases.csv (every row) and cv_dev/choice.json
 (read by cv_final.sh, which trains the chosen recipe on all six dev cases and ships it).
+
+Seeds and ensembles (fifth round): runs of the same fold and budget with other seeds live in sibling roots
+(``cv_seed1/f1_256``); ``ensemble`` packs them into one averaged network (models.segmenters.ensemble) and
+writes its out-of-fold maps. ``choose`` compares a single network (each case's figures averaged over the
+seeds given: the expected single network, not the luckiest seed) with the ensemble; an ensemble counts as
+less simple than one network.
+
+    .venv/bin/python experiments/segmenters/cv_dev.py ensemble --out checkpoints/runs/segment/unet3d/cv_ens2/f1_256 \
+        --members checkpoints/runs/segment/unet3d/cv/f1_256 checkpoints/runs/segment/unet3d/cv_seed1/f1_256
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 FOLDS = {1: ("OP_1", "OP_2"), 2: ("OP_3", "OP_4"), 3: ("OP_5", "OP_6")}
-THRESHOLDS = (0.4, 0.5, 0.6, 0.7, 0.8)
+THRESHOLDS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)  # round 4 stopped at 0.8 and chose its edge
 DUST = (0, 1000)
 KEEP = (0, 1)
 RUN_NAME = re.compile(r"f(?P<fold>\d+)_(?P<steps>\d+)$")
@@ -85,93 +94,127 @@ def write_probs(run: Path, threads: int) -> None:
         print(f"{run.name} {name}: window {window}, {time.perf_counter() - t:.0f} s")
 
 
-def score_runs(runs: list[Path]) -> list[dict]:
+def write_ensemble(members: list[Path], out: Path, threads: int) -> None:
+    """Average the member runs (same fold and budget, other seeds) into ``out``/segmenter.pt, then its maps."""
+    from neurorefiner.models.segmenters.ensemble import export_ensemble
+
+    keys = {parse_run(m) for m in members}
+    if len(keys) != 1 or parse_run(out) not in keys:
+        raise SystemExit(f"members and --out must share one f<fold>_<steps> name, got "
+                         f"{sorted(m.name for m in members)} -> {out.name}")
+    if not (out / "segmenter.pt").exists():
+        export_ensemble([m / "segmenter.pt" for m in members], out / "segmenter.pt")
+    write_probs(out, threads)
+
+
+def members_of(run: Path) -> int:
+    """How many networks the run's checkpoint averages (1: a single network)."""
+    from neurorefiner.models.inference import load_segmenter
+
+    return len(load_segmenter(run / "segmenter.pt").meta.get("members") or ()) or 1
+
+
+def score_runs(runs: list[Path], thresholds: tuple[float, ...] = THRESHOLDS) -> list[dict]:
     """One row per (run, case, setting): mask -> APP2 -> metrics against the gold SWC."""
     from neurorefiner.evaluation.postprocess_grid import score_settings, settings_grid
 
     cases = dev_cases()
-    grid = settings_grid(THRESHOLDS, DUST, KEEP)
+    grid = settings_grid(thresholds, DUST, KEEP)
     rows = []
     for run in runs:
         fold, steps = parse_run(run)
+        members = members_of(run)
         for name in FOLDS[fold]:
             path = run / "oof_probs" / f"{name}.npy"
             if not path.exists():
                 raise SystemExit(f"{path}: missing; run `cv_dev.py probs --run {run}` first")
             probs = np.load(path).astype(np.float32)
             case = cases[name]
-            scored = [{"steps": steps, "fold": fold, "case": name, **post.as_dict(), **s}
+            scored = [{"members": members, "steps": steps, "run": str(run), "fold": fold, "case": name,
+                       **post.as_dict(), **s}
                       for post, s in score_settings(probs, case.gold(), case.spacing, grid)]
             rows += scored
             print(f"{run.name} {name}: best F1 {max(r['F1'] for r in scored):.3f}")
     return rows
 
 
-SETTING = ("steps", "threshold", "dust_voxels", "keep_largest")
+SETTING = ("members", "steps", "threshold", "dust_voxels", "keep_largest")
 METRICS = ("PRE", "REC", "F1", "SD", "SSD")
-TABLE_HEAD = ["| steps | threshold | dust | keep_largest | PRE | REC | F1 | SD | SSD |",
-              "|---|---|---|---|---|---|---|---|---|"]
+TABLE_HEAD = ["| networks | steps | threshold | dust | keep_largest | PRE | REC | F1 | SD | SSD |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+
+
+def variant(s: dict) -> str:
+    return f"{s['steps']} steps" + (f", {s['members']} seeds averaged" if s["members"] > 1 else "")
 
 
 def table_row(s: dict) -> str:
-    return (f"| {s['steps']} | {s['threshold']} | {s['dust_voxels']} | {s['keep_largest']} | {s['PRE']:.3f} | "
+    kind = f"average of {s['members']}" if s["members"] > 1 else "one"
+    return (f"| {kind} | {s['steps']} | {s['threshold']} | {s['dust_voxels']} | {s['keep_largest']} | {s['PRE']:.3f} | "
             f"{s['REC']:.3f} | {s['F1']:.3f} | {s['SD']:.2f} | {s['SSD']:.2f} |")
 
 
 def summarise(rows: list[dict], n_cases: int) -> tuple[list[dict], dict]:
-    """Means per setting over the held-out cases (settings missing a case are dropped) and the choice."""
-    groups: dict[tuple, list[dict]] = {}
+    """Means per setting over the held-out cases and the choice. Several runs of one setting and case (seeds)
+    are averaged first, so every case weighs the same; settings missing a case are dropped."""
+    groups: dict[tuple, dict[str, list[dict]]] = {}
     for r in rows:
-        groups.setdefault(tuple(r[k] for k in SETTING), []).append(r)
-    summary = [{**dict(zip(SETTING, k, strict=True)), "cases": len(rs),
-                **{m: float(np.mean([r[m] for r in rs])) for m in METRICS}}
-               for k, rs in groups.items() if len(rs) == n_cases]
+        groups.setdefault(tuple(r[k] for k in SETTING), {}).setdefault(r["case"], []).append(r)
+    summary = [{**dict(zip(SETTING, k, strict=True)), "cases": len(per_case),
+                **{m: float(np.mean([np.mean([r[m] for r in rs]) for rs in per_case.values()])) for m in METRICS}}
+               for k, per_case in groups.items() if len(per_case) == n_cases]
     if not summary:
         raise SystemExit(f"no setting was scored on all {n_cases} held-out cases")
     best_f1 = max(s["F1"] for s in summary)
     near = [s for s in summary if s["F1"] >= best_f1 - TIE_F1]
-    chosen = min(near, key=lambda s: (s["SSD"], s["dust_voxels"] > 0, s["keep_largest"] > 0,
+    chosen = min(near, key=lambda s: (s["SSD"], s["members"], s["dust_voxels"] > 0, s["keep_largest"] > 0,
                                       abs(s["threshold"] - 0.5)))
     summary.sort(key=lambda s: (-s["F1"], s["SSD"]))
     return summary, chosen
 
 
-def choose(runs: list[Path], out: Path) -> None:
+def choose(runs: list[Path], out: Path, thresholds: tuple[float, ...] = THRESHOLDS) -> None:
     from neurorefiner.io.atomic import atomic_path, write_text_atomic
 
     held = sorted({c for r in runs for c in FOLDS[parse_run(r)[0]]})
-    rows = score_runs(runs)
+    rows = score_runs(runs, thresholds)
     summary, chosen = summarise(rows, len(held))
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / "cv_dev_cases.csv") as tmp, open(tmp, "w", newline="") as fh:
         w = csv.DictWriter(fh, list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    steps = sorted({s["steps"] for s in summary})
+    variants = sorted({(s["members"], s["steps"]) for s in summary})
+    best_of = {v: next(s for s in summary if (s["members"], s["steps"]) == v) for v in variants}
+    seeds = {v: sorted({r["run"] for r in rows if (r["members"], r["steps"]) == v}) for v in variants}
     lines = ["# Steps and post-processing of the CPU 3D U-Net, cross-validated on DIADEM dev", "",
              f"Out-of-fold masks of {', '.join(held)} (three folds, each network trained on the other four dev "
              "cases, last checkpoint, wide windows) -> APP2 -> PRE/REC/F1 (tau 4 voxels), SD/SSD in voxels; "
-             f"means over the {len(held)} held-out cases. Rule: the highest mean F1; settings within "
-             f"{TIE_F1} of it go to the lower mean SSD, then the simpler setting. OP_7-OP_9 are not used.", "",
-             f"**Chosen: {chosen['steps']} steps, threshold {chosen['threshold']}, dust {chosen['dust_voxels']} "
+             f"means over the {len(held)} held-out cases (a single network's figures are first averaged over "
+             f"the seeds run). Thresholds {', '.join(map(str, thresholds))}. Rule: the highest mean F1; settings "
+             f"within {TIE_F1} of it go to the lower mean SSD, then the simpler setting (one network before an "
+             "average). OP_7-OP_9 are not used.", "",
+             f"**Chosen: {variant(chosen)}, threshold {chosen['threshold']}, dust {chosen['dust_voxels']} "
              f"voxels, keep_largest {chosen['keep_largest']}** (F1 {chosen['F1']:.3f}, SSD {chosen['SSD']:.2f})", "",
-             "Best setting per step budget:", "", *TABLE_HEAD]
-    lines += [table_row(next(s for s in summary if s["steps"] == n)) for n in steps]
-    best_of = {n: next(s for s in summary if s["steps"] == n) for n in steps}
-    lines += ["", "Per held-out case, each step budget with its best setting above (F1 / SSD):", "",
-              "| case | " + " | ".join(f"{n} steps" for n in steps) + " |", "|---|" + "---|" * len(steps)]
+             "Runs: " + "; ".join(f"{variant(best_of[v])}: {', '.join(seeds[v])}" for v in variants), "",
+             "Best setting per variant:", "", *TABLE_HEAD]
+    lines += [table_row(best_of[v]) for v in variants]
+    lines += ["", "Per held-out case, each variant with its best setting above (F1 / SSD; mean over seeds):", "",
+              "| case | " + " | ".join(variant(best_of[v]) for v in variants) + " |",
+              "|---|" + "---|" * len(variants)]
     for case in held:
         cells = []
-        for n in steps:
-            r = next((r for r in rows if r["case"] == case
-                      and all(r[k] == best_of[n][k] for k in SETTING)), None)
-            cells.append(f"{r['F1']:.3f} / {r['SSD']:.1f}" if r else "-")
+        for v in variants:
+            rs = [r for r in rows if r["case"] == case and all(r[k] == best_of[v][k] for k in SETTING)]
+            cells.append(f"{np.mean([r['F1'] for r in rs]):.3f} / {np.mean([r['SSD'] for r in rs]):.1f}"
+                         if rs else "-")
         lines.append(f"| {case} | " + " | ".join(cells) + " |")
     lines += ["", "Every setting (means over the held-out cases), best F1 first:", "", *TABLE_HEAD]
     lines += [table_row(s) for s in summary]
     write_text_atomic(out / "cv_dev.md", "\n".join(lines) + "\n")
-    write_text_atomic(out / "choice.json", json.dumps({k: chosen[k] for k in (*SETTING, "F1", "SSD")}, indent=1) + "\n")
-    print("\n".join(lines[:14]))
+    choice = {k: chosen[k] for k in (*SETTING, "F1", "SSD")}
+    write_text_atomic(out / "choice.json", json.dumps(choice, indent=1) + "\n")
+    print("\n".join(lines[:16]))
 
 
 def main() -> None:
@@ -180,14 +223,22 @@ def main() -> None:
     pr = sub.add_parser("probs", help="out-of-fold probability maps of one fold's run")
     pr.add_argument("--run", required=True, type=Path)
     pr.add_argument("--threads", type=int, default=1)
+    en = sub.add_parser("ensemble", help="average one fold's runs of several seeds, then its out-of-fold maps")
+    en.add_argument("--members", nargs="+", required=True, type=Path)
+    en.add_argument("--out", required=True, type=Path)
+    en.add_argument("--threads", type=int, default=1)
     ch = sub.add_parser("choose", help="score every setting on the out-of-fold maps and pick one")
     ch.add_argument("--runs", nargs="+", required=True, type=Path)
     ch.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "cv_dev")
+    ch.add_argument("--thresholds", nargs="+", type=float, default=list(THRESHOLDS),
+                    help="round 4 (cv_dev/cv_dev.md) used 0.4 0.5 0.6 0.7 0.8")
     a = p.parse_args()
     if a.cmd == "probs":
         write_probs(a.run, a.threads)
+    elif a.cmd == "ensemble":
+        write_ensemble(a.members, a.out, a.threads)
     else:
-        choose(a.runs, a.out)
+        choose(a.runs, a.out, tuple(a.thresholds))
 
 
 if __name__ == "__main__":

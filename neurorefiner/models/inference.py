@@ -60,6 +60,12 @@ def build_from_config(net_config: dict[str, Any], source: str | None = None) -> 
 
 
 def arch_of(net_config: dict[str, Any]) -> str:
+    """The architecture's short name; an averaged ensemble of one architecture is named after it (an ensemble
+    of U-Nets is still the U-Net baseline, and ``expected_arch`` checks accept it)."""
+    members = net_config.get("members")
+    if isinstance(members, list | tuple) and members:
+        archs = {arch_of(dict(m)) for m in members}
+        return archs.pop() if len(archs) == 1 else "ensemble"
     target = str(net_config.get("_target_", ""))
     try:
         module, _, cls = target.rpartition(".")

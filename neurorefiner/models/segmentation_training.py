@@ -109,7 +109,7 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     info = {"wall_s": wall, "resumed_from": resume, "device": device, "global_step": int(trainer.global_step),
             "epochs": int(trainer.current_epoch), "dataset": str(cfg.dataset.get("name", "")),
             "train_cases": [c.name for c in dm.train_cases], "val_cases": [c.name for c in dm.val_cases],
-            "best_checkpoint": best, "exported": export_which, "metrics": metrics}
+            "best_checkpoint": best, "exported": export_which, "metrics": metrics, "seed": cfg.get("seed")}
     info["labels"] = {k: dm.__dict__.get(k) for k in ("labels", "label_band", "label_rel")}
     export_segmenter(module.net, module.hparams.net_config, export, tuple(seg.data.patch_size), meta=info,
                      normalization=module.hparams.get("normalization"))
@@ -137,26 +137,39 @@ def provenance_markdown(export_path: str | Path, command: str, title: str | None
     seg = load_segmenter(path)
     meta = seg.meta
     n_params = sum(p.numel() for p in seg.net.parameters())
-    metrics = meta.get("metrics", {})
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    arguments = ({"members": f"{len(meta['members'])} x {seg.net_config['members'][0].get('_target_')}"}
+                 if meta.get("members") else {k: v for k, v in seg.net_config.items() if k != "_target_"})
     lines = [f"# {title or path.name}", "",
              f"- file: `{path.name}` ({path.stat().st_size / 1e6:.2f} MB, sha256 {digest}...)",
-             f"- network: `{seg.net_config.get('_target_')}` ({n_params:,} parameters), arguments "
-             f"`{ {k: v for k, v in seg.net_config.items() if k != '_target_'} }`",
+             f"- network: `{seg.net_config.get('_target_')}` ({n_params:,} parameters), arguments `{arguments}`",
              f"- training patch (z, y, x): {list(seg.patch_size)}",
-             f"- data: dataset `{meta.get('dataset')}`, trained on {meta.get('train_cases')}, "
-             + _validation_phrase(meta) + "; no test case was used",
-             f"- steps: {meta.get('global_step')} optimiser steps, {meta.get('epochs')} epochs"
-             + (f" (resumed from `{Path(meta['resumed_from']).name}`)" if meta.get("resumed_from") else ""),
-             f"- wall time of the last `fit` call: {meta.get('wall_s', float('nan')):.0f} s"
-             + (f" on {meta['device']}" if meta.get("device") else ""),
-             f"- input normalisation: {seg.normalization and f'percentiles {list(seg.normalization)}' or 'min-max'}; "
-             f"training labels: {meta.get('labels') or 'gold (case.label)'}",
+             f"- input normalisation: {seg.normalization and f'percentiles {list(seg.normalization)}' or 'min-max'}",
              f"- post-processing recorded for inference: {meta.get('postprocess') or 'none (threshold 0.5)'}"
-             + (f", chosen on {meta['postprocess_chosen_on']}" if meta.get("postprocess_chosen_on") else ""),
-             (f"- validation (sliding window, threshold 0.5): Dice {metrics.get('val/dice', float('nan')):.4f}, "
-              f"clDice {metrics.get('val/cldice', float('nan')):.4f}; best validation Dice "
-              f"{metrics.get('best_val_dice', float('nan')):.4f}" if meta.get("val_cases") else
-              "- validation: none (every dev case trained the network)"),
-             "", "## Command", "", "```bash", command.strip(), "```", ""]
+             + (f", chosen on {meta['postprocess_chosen_on']}" if meta.get("postprocess_chosen_on") else "")]
+    if meta.get("members"):
+        lines.append(f"- an average of {len(meta['members'])} networks trained alike "
+                     "(`neurorefiner.models.segmenters.ensemble`); each member:")
+        for i, member in enumerate(meta["members"]):
+            lines.append(f"  - member {i} (`{member.get('path')}`, seed {member.get('seed', 'not recorded')}):")
+            lines += ["    " + line for line in _training_lines(member)]
+    else:
+        lines += _training_lines(meta)
+    lines += ["", "## Command", "", "```bash", command.strip(), "```", ""]
     return "\n".join(lines)
+
+
+def _training_lines(meta: dict) -> list[str]:
+    """How one network was trained, from its checkpoint's metadata."""
+    metrics = meta.get("metrics", {})
+    return [f"- data: dataset `{meta.get('dataset')}`, trained on {meta.get('train_cases')}, "
+            + _validation_phrase(meta) + "; no test case was used",
+            f"- steps: {meta.get('global_step')} optimiser steps, {meta.get('epochs')} epochs"
+            + (f" (resumed from `{Path(meta['resumed_from']).name}`)" if meta.get("resumed_from") else ""),
+            f"- wall time of the last `fit` call: {meta.get('wall_s', float('nan')):.0f} s"
+            + (f" on {meta['device']}" if meta.get("device") else ""),
+            f"- training labels: {meta.get('labels') or 'gold (case.label)'}",
+            (f"- validation (sliding window, threshold 0.5): Dice {metrics.get('val/dice', float('nan')):.4f}, "
+             f"clDice {metrics.get('val/cldice', float('nan')):.4f}; best validation Dice "
+             f"{metrics.get('best_val_dice', float('nan')):.4f}" if meta.get("val_cases") else
+             "- validation: none (every dev case trained the network)")]

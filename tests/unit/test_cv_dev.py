@@ -28,9 +28,11 @@ def test_run_directories_name_fold_and_steps():
         cv.parse_run(Path("cv/f9_256"))
 
 
-def _rows(steps: int, thr: float, f1s: tuple[float, float], ssd: float, keep: int = 0) -> list[dict]:
-    return [{"steps": steps, "threshold": thr, "dust_voxels": 0, "keep_largest": keep, "case": c,
-             "PRE": f1, "REC": f1, "F1": f1, "SD": ssd / 2, "SSD": ssd} for c, f1 in zip(("OP_1", "OP_2"), f1s)]
+def _rows(steps: int, thr: float, f1s: tuple[float, float], ssd: float, keep: int = 0, members: int = 1,
+          run: str = "cv") -> list[dict]:
+    return [{"members": members, "steps": steps, "run": run, "threshold": thr, "dust_voxels": 0,
+             "keep_largest": keep, "case": c, "PRE": f1, "REC": f1, "F1": f1, "SD": ssd / 2, "SSD": ssd}
+            for c, f1 in zip(("OP_1", "OP_2"), f1s)]
 
 
 def test_choice_is_best_mean_f1_then_lower_ssd_within_the_tie_band():
@@ -52,3 +54,26 @@ def test_settings_missing_a_case_are_not_compared():
 def test_simpler_setting_breaks_exact_ties():
     rows = _rows(256, 0.5, (0.8, 0.8), 10.0, keep=1) + _rows(256, 0.5, (0.8, 0.8), 10.0, keep=0)
     assert cv.summarise(rows, n_cases=2)[1]["keep_largest"] == 0
+
+
+def test_seeds_of_one_network_are_averaged_per_case_before_the_cases():
+    # seed 1 ran on OP_1 only (as fold 3 had a second seed in round 4): OP_1's two figures average first, so
+    # OP_1 and OP_2 weigh the same ((0.9 + 0.7) / 2 and 0.5 -> 0.65, where a flat mean of rows gives 0.7)
+    rows = _rows(256, 0.5, (0.9, 0.5), 10.0, run="cv") + _rows(256, 0.5, (0.7, 0.7), 30.0, run="cv_seed1")[:1]
+    summary, _ = cv.summarise(rows, n_cases=2)
+    assert summary[0]["F1"] == pytest.approx(0.65)
+    assert summary[0]["SSD"] == pytest.approx(15.0) and summary[0]["cases"] == 2
+
+
+def test_an_ensemble_wins_only_beyond_the_tie_band_or_on_ssd():
+    single = _rows(256, 0.8, (0.80, 0.80), 20.0, run="cv") + _rows(256, 0.8, (0.80, 0.80), 20.0, run="cv_seed1")
+    tied = _rows(256, 0.8, (0.805, 0.805), 20.0, members=2, run="cv_ens2")
+    assert cv.summarise(single + tied, n_cases=2)[1]["members"] == 1  # same SSD: the single network is simpler
+    better_ssd = _rows(256, 0.8, (0.805, 0.805), 15.0, members=2, run="cv_ens2")
+    assert cv.summarise(single + better_ssd, n_cases=2)[1]["members"] == 2
+
+
+def test_ensemble_command_refuses_members_of_other_folds(tmp_path):
+    with pytest.raises(SystemExit, match="share one"):
+        cv.write_ensemble([tmp_path / "cv" / "f1_256", tmp_path / "cv_seed1" / "f2_256"],
+                          tmp_path / "cv_ens2" / "f1_256", threads=1)
