@@ -26,6 +26,16 @@ def _setup():
     return net, image
 
 
+def _setup_ensemble(members: int = 3):
+    """The shipped kind of ensemble (models.segmenters.ensemble): ``members`` CPU U-Nets averaged."""
+    from neurorefiner.models.segmenters.ensemble import AveragedEnsemble
+
+    cfg = {"_target_": "neurorefiner.models.segmenters.unet3d.UNet3D", "first_stride": [1, 2, 2]}
+    single, image = _setup()
+    torch.manual_seed(0)
+    return AveragedEnsemble([cfg] * members).eval(), single, image
+
+
 def _windowed(arg, patch=INFER_PATCH):
     from neurorefiner.models.inference import sliding_window_probs
 
@@ -54,4 +64,10 @@ CASES = [
     Case("segmentation/sliding_window_unet3d_cpu_256^3_wide", _setup, lambda a: _windowed(a, WIDE_PATCH),
          reference=_single_pass, reference_name="one forward pass over the same 256^3 voxels", repeats=1,
          budget_s=30.0, extra=lambda a, t: _extra(a, t, WIDE_PATCH)),
+    # an average of three U-Nets (seeds) in one checkpoint costs three networks' time; the reference is one
+    # U-Net with the same windows, so the ratio says what averaging adds
+    Case("segmentation/sliding_window_unet3d_x3_ensemble_cpu_256^3_wide", _setup_ensemble,
+         lambda a: _windowed((a[0], a[2]), WIDE_PATCH), reference=lambda a: _windowed((a[1], a[2]), WIDE_PATCH),
+         reference_name="one CPU U-Net, the same wide windows", repeats=1, budget_s=90.0,
+         extra=lambda a, t: _extra(a, t, WIDE_PATCH)),
 ]

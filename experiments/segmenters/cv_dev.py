@@ -94,8 +94,14 @@ def write_probs(run: Path, threads: int) -> None:
         print(f"{run.name} {name}: window {window}, {time.perf_counter() - t:.0f} s")
 
 
-def write_ensemble(members: list[Path], out: Path, threads: int) -> None:
-    """Average the member runs (same fold and budget, other seeds) into ``out``/segmenter.pt, then its maps."""
+def write_ensemble(members: list[Path], out: Path, threads: int, recompute: bool = False) -> None:
+    """Average the member runs (same fold and budget, other seeds) into ``out``/segmenter.pt and its maps.
+
+    The maps are the mean of the members' stored maps, which is what inference with the packed network
+    computes (``sliding_window_probs`` averages an ensemble's member maps), up to float16 storage, at a
+    fraction of the time; ``--recompute`` runs the packed network instead.
+    """
+    from neurorefiner.io.atomic import atomic_path
     from neurorefiner.models.segmenters.ensemble import export_ensemble
 
     keys = {parse_run(m) for m in members}
@@ -104,7 +110,19 @@ def write_ensemble(members: list[Path], out: Path, threads: int) -> None:
                          f"{sorted(m.name for m in members)} -> {out.name}")
     if not (out / "segmenter.pt").exists():
         export_ensemble([m / "segmenter.pt" for m in members], out / "segmenter.pt")
-    write_probs(out, threads)
+    if recompute:
+        write_probs(out, threads)
+        return
+    (out / "oof_probs").mkdir(exist_ok=True)
+    for name in FOLDS[parse_run(out)[0]]:
+        maps = [m / "oof_probs" / f"{name}.npy" for m in members]
+        missing = [str(p) for p in maps if not p.exists()]
+        if missing:
+            raise SystemExit(f"missing member maps {missing}: run `cv_dev.py probs` on them first")
+        mean = np.mean([np.load(p).astype(np.float32) for p in maps], axis=0)
+        with atomic_path(out / "oof_probs" / f"{name}.npy") as tmp, open(tmp, "wb") as fh:
+            np.save(fh, mean.astype(np.float16))
+        print(f"{out.name} {name}: mean of {len(maps)} members' maps")
 
 
 def members_of(run: Path) -> int:
@@ -115,8 +133,10 @@ def members_of(run: Path) -> int:
 
 
 def score_runs(runs: list[Path], thresholds: tuple[float, ...] = THRESHOLDS) -> list[dict]:
-    """One row per (run, case, setting): mask -> APP2 -> metrics against the gold SWC."""
+    """One row per (run, case, setting): mask -> APP2 -> metrics against the gold SWC. Each (run, case) is
+    cached in ``<run>/oof_scores/<case>.json``, keyed by the grid and the map file's time stamp."""
     from neurorefiner.evaluation.postprocess_grid import score_settings, settings_grid
+    from neurorefiner.io.atomic import write_text_atomic
 
     cases = dev_cases()
     grid = settings_grid(thresholds, DUST, KEEP)
@@ -128,11 +148,18 @@ def score_runs(runs: list[Path], thresholds: tuple[float, ...] = THRESHOLDS) -> 
             path = run / "oof_probs" / f"{name}.npy"
             if not path.exists():
                 raise SystemExit(f"{path}: missing; run `cv_dev.py probs --run {run}` first")
-            probs = np.load(path).astype(np.float32)
-            case = cases[name]
-            scored = [{"members": members, "steps": steps, "run": str(run), "fold": fold, "case": name,
-                       **post.as_dict(), **s}
-                      for post, s in score_settings(probs, case.gold(), case.spacing, grid)]
+            cache = run / "oof_scores" / f"{name}.json"
+            key = {"grid": [p.as_dict() for p in grid], "map_mtime_ns": path.stat().st_mtime_ns}
+            if cache.exists() and json.loads(cache.read_text()).get("key") == key:
+                scored = json.loads(cache.read_text())["rows"]  # same map, same grid: traced before
+            else:
+                probs = np.load(path).astype(np.float32)
+                case = cases[name]
+                scored = [{"members": members, "steps": steps, "run": str(run), "fold": fold, "case": name,
+                           **post.as_dict(), **s}
+                          for post, s in score_settings(probs, case.gold(), case.spacing, grid)]
+                cache.parent.mkdir(exist_ok=True)
+                write_text_atomic(cache, json.dumps({"key": key, "rows": scored}))
             rows += scored
             print(f"{run.name} {name}: best F1 {max(r['F1'] for r in scored):.3f}")
     return rows
@@ -227,6 +254,7 @@ def main() -> None:
     en.add_argument("--members", nargs="+", required=True, type=Path)
     en.add_argument("--out", required=True, type=Path)
     en.add_argument("--threads", type=int, default=1)
+    en.add_argument("--recompute", action="store_true", help="run the packed network instead of averaging maps")
     ch = sub.add_parser("choose", help="score every setting on the out-of-fold maps and pick one")
     ch.add_argument("--runs", nargs="+", required=True, type=Path)
     ch.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "cv_dev")
@@ -236,7 +264,7 @@ def main() -> None:
     if a.cmd == "probs":
         write_probs(a.run, a.threads)
     elif a.cmd == "ensemble":
-        write_ensemble(a.members, a.out, a.threads)
+        write_ensemble(a.members, a.out, a.threads, a.recompute)
     else:
         choose(a.runs, a.out, tuple(a.thresholds))
 

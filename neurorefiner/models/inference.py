@@ -163,6 +163,11 @@ def sliding_window_probs(net: nn.Module, image: np.ndarray | torch.Tensor, patch
     if not torch.isfinite(x).all():
         raise InputError("image holds NaN/inf voxels")
     x = x.to(device=device, dtype=torch.float32)
+    members = getattr(net, "averaged_members", None)
+    if members is not None:  # an averaged ensemble: the mean of its members' maps, each blended as its own
+        # logits (blending the ensemble's log-probabilities instead differs where windows overlap)
+        return np.mean([sliding_window_probs(m, x, patch_size, overlap, mode, sigma_scale, sw_batch_size, device,
+                                             progress) for m in members()], axis=0)
     net = net.to(device)
     was_training = net.training
     net.eval()

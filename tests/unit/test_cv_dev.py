@@ -77,3 +77,35 @@ def test_ensemble_command_refuses_members_of_other_folds(tmp_path):
     with pytest.raises(SystemExit, match="share one"):
         cv.write_ensemble([tmp_path / "cv" / "f1_256", tmp_path / "cv_seed1" / "f2_256"],
                           tmp_path / "cv_ens2" / "f1_256", threads=1)
+
+
+def test_scores_are_cached_per_map_and_grid(tmp_path, monkeypatch):
+    import os
+    import types
+
+    import numpy as np
+
+    import neurorefiner.evaluation.postprocess_grid as grid_mod
+
+    run = tmp_path / "cv" / "f1_256"
+    (run / "oof_probs").mkdir(parents=True)
+    for name in ("OP_1", "OP_2"):
+        np.save(run / "oof_probs" / f"{name}.npy", np.zeros((2, 2, 2), np.float16))
+    calls = []
+
+    def fake_score(probs, gold, spacing, grid):
+        calls.append(len(grid))
+        return [(post, {"PRE": 1.0, "REC": 1.0, "F1": 1.0, "SD": 0.0, "SSD": 0.0}) for post in grid]
+
+    monkeypatch.setattr(grid_mod, "score_settings", fake_score)
+    monkeypatch.setattr(cv, "members_of", lambda r: 1)
+    case = types.SimpleNamespace(gold=lambda: None, spacing=(1.0, 1.0, 1.0))
+    monkeypatch.setattr(cv, "dev_cases", lambda: {"OP_1": case, "OP_2": case})
+    first = cv.score_runs([run], thresholds=(0.5,))
+    assert len(calls) == 2 and len(first) == 2 * 4  # 1 threshold x dust 0/1000 x keep 0/1, two cases
+    assert cv.score_runs([run], thresholds=(0.5,)) == first and len(calls) == 2  # cached
+    cv.score_runs([run], thresholds=(0.5, 0.6))
+    assert len(calls) == 4  # another grid: traced again
+    os.utime(run / "oof_probs" / "OP_1.npy", ns=(1, 1))  # the map changed
+    cv.score_runs([run], thresholds=(0.5, 0.6))
+    assert len(calls) == 5

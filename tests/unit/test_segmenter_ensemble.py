@@ -68,3 +68,14 @@ def test_card_of_an_ensemble_lists_each_member(tmp_path):
     card = provenance_markdown(export_ensemble(paths, tmp_path / "ens.pt"), "cmd")
     assert "an average of 2 networks" in card and "2 x neurorefiner.models.segmenters.unet3d.UNet3D" in card
     assert "member 0" in card and "member 1" in card and "['OP_2']" in card
+
+
+def test_sliding_window_map_of_an_ensemble_is_the_mean_of_its_members_maps(tmp_path):
+    from neurorefiner.models.inference import sliding_window_probs
+
+    paths = [_member(tmp_path, 0, ["OP_1"]), _member(tmp_path, 1, ["OP_2"])]
+    ens = load_segmenter(export_ensemble(paths, tmp_path / "ens.pt"))
+    image = np.random.default_rng(1).random((12, 40, 40)).astype(np.float32)  # several overlapping windows
+    got = sliding_window_probs(ens.net, image, (8, 16, 16), overlap=0.5)
+    want = np.mean([sliding_window_probs(load_segmenter(p).net, image, (8, 16, 16), overlap=0.5) for p in paths], 0)
+    assert np.abs(got - want).max() < 1e-6  # blending the ensemble's log-probabilities differs at overlaps

@@ -42,6 +42,12 @@ class AveragedEnsemble(nn.Module):
         if limits:  # read by inference.max_input_of: the tightest member decides
             self.max_input_size = tuple(min(axis) for axis in zip(*limits, strict=True))
 
+    def averaged_members(self) -> list[nn.Module]:
+        """The networks whose probability maps sliding-window inference averages (read by
+        ``inference.sliding_window_probs``: each member's windows are blended as its own logits, then the
+        maps are averaged, so the result is exactly the mean of the members' maps)."""
+        return list(self.members)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         probs = torch.stack([m(x).softmax(dim=1) for m in self.members]).mean(dim=0)
         return probs.clamp_min(PROB_FLOOR).log()
