@@ -3,16 +3,18 @@
 #
 #   STEP=train PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh
 #   STEP=eval  PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh
+#   STEP=floor PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh   # after eval
 #
 # Training: the preset's train split, its val split picks the checkpoint; exact label files (gold labels),
 # percentile normalisation, the default 32x96x96 crops, batch 2, 256 steps (8 epochs x 32), one torch thread.
 # Post-processing is not chosen on these data: the DIADEM U-Net's setting (threshold 0.6, keep the largest
 # component) is recorded, and --raw adds threshold-only masks (every component: what refinement starts from).
-# Rows: test split -> APP2 -> metrics, plus the naive floor; experiments/segmenters/synthetic/<preset>_test.md.
+# Rows: test split -> APP2 -> metrics; experiments/segmenters/synthetic/<preset>_test.md. STEP=floor adds the
+# naive floor (Otsu + TEASAR / Otsu -> APP2, no network) to that table, keeping its U-Net rows (--include).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
-STEP=${STEP:?STEP=train|eval}
+STEP=${STEP:?STEP=train|eval|floor}
 PRESETS=${PRESETS:-"synthetic_cwmbs_weak synthetic_zbfwb"}
 export WANDB_MODE=offline
 ckpt_of() { echo "checkpoints/runs/segment/unet3d/$1_r3/segmenter.pt"; }
@@ -27,12 +29,18 @@ for preset in $PRESETS; do
     $PY -c "from neurorefiner.models.inference import PostProcess, record_postprocess; \
 record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen on these data: the DIADEM CPU 3D U-Net setting \
 (DIADEM OP_6, experiments/segmenters/postprocess_dev_OP_6_tiebreak.md)')"
-    # --no-naive: the floor's TEASAR on Otsu masks of the noisy synthetic stacks ran over 10 min per volume
+    # --no-naive: the floor comes from STEP=floor (it merges these rows; run it after this step)
     $PY experiments/segmenters/rows.py --dataset "$preset" --split test --segmenter "unet3d=$ck" --raw --no-naive \
       --threads 1 --out experiments/segmenters/synthetic
     $PY -c "from neurorefiner.models.segmentation_training import provenance_markdown as p; \
 print(p('$ck', 'STEP=train PRESETS=$preset bash experiments/segmenters/synthetic_rows.sh', \
 'unet3d on $preset (SYNTHETIC), 256 steps'))" > "experiments/segmenters/synthetic/${preset}_unet3d_card.md" ;;
+  floor)
+    # ~2.5 min (256^3) / ~4 min (128x512x512) per volume on one thread: the Otsu mask is a noise sponge of
+    # ~40% of the volume (see neurorefiner/models/segmenters/naive.py on fix_branching)
+    out=experiments/segmenters/synthetic
+    OMP_NUM_THREADS=1 $PY experiments/segmenters/rows.py --dataset "$preset" --split test --threads 1 \
+      --include "$out/${preset}_test_cases.csv" --out "$out" ;;
   *) echo "unknown STEP=$STEP" >&2; exit 2 ;;
   esac
 done
