@@ -125,6 +125,31 @@ def write_ensemble(members: list[Path], out: Path, threads: int, recompute: bool
         print(f"{out.name} {name}: mean of {len(maps)} members' maps")
 
 
+def verify_ensemble(run: Path, case_name: str, threshold: float, threads: int) -> None:
+    """Run the packed ensemble of ``run`` on one held-out case and compare with its stored (averaged) map."""
+    import torch
+
+    from neurorefiner.data.segmentation import normalize_image
+    from neurorefiner.models.inference import default_window, load_segmenter, max_input_of, sliding_window_probs
+
+    torch.set_num_threads(threads)
+    if case_name not in FOLDS[parse_run(run)[0]]:
+        raise SystemExit(f"{case_name} is not held out by {run.name}")
+    seg = load_segmenter(run / "segmenter.pt")
+    case = dev_cases()[case_name]
+    raw = case.image().load()
+    img = normalize_image(raw, str(case.image_path), seg.normalization)
+    window = default_window(seg.patch_size, raw.shape, max_input=max_input_of(seg.net))
+    t = time.perf_counter()
+    probs = sliding_window_probs(seg.net, img, window, overlap=0.25, mode="gaussian")
+    stored = np.load(run / "oof_probs" / f"{case_name}.npy").astype(np.float32)
+    diff = np.abs(probs - stored)
+    flips = int(((probs > threshold) != (stored > threshold)).sum())
+    print(f"{run} {case_name}: packed ensemble vs stored mean of member maps: max |diff| {diff.max():.2e}, "
+          f"mean {diff.mean():.2e}; voxels on different sides of {threshold}: {flips} of {probs.size} "
+          f"({time.perf_counter() - t:.0f} s)")
+
+
 def members_of(run: Path) -> int:
     """How many networks the run's checkpoint averages (1: a single network)."""
     from neurorefiner.models.inference import load_segmenter
@@ -255,6 +280,11 @@ def main() -> None:
     en.add_argument("--out", required=True, type=Path)
     en.add_argument("--threads", type=int, default=1)
     en.add_argument("--recompute", action="store_true", help="run the packed network instead of averaging maps")
+    ve = sub.add_parser("verify", help="packed ensemble vs its averaged stored map on one held-out case")
+    ve.add_argument("--run", required=True, type=Path)
+    ve.add_argument("--case", required=True)
+    ve.add_argument("--threshold", type=float, default=0.7)
+    ve.add_argument("--threads", type=int, default=1)
     ch = sub.add_parser("choose", help="score every setting on the out-of-fold maps and pick one")
     ch.add_argument("--runs", nargs="+", required=True, type=Path)
     ch.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "cv_dev")
@@ -263,6 +293,8 @@ def main() -> None:
     a = p.parse_args()
     if a.cmd == "probs":
         write_probs(a.run, a.threads)
+    elif a.cmd == "verify":
+        verify_ensemble(a.run, a.case, a.threshold, a.threads)
     elif a.cmd == "ensemble":
         write_ensemble(a.members, a.out, a.threads, a.recompute)
     else:
