@@ -61,13 +61,24 @@ def dev_cases() -> dict:
     return {c.name: c for c in get_dataset("diadem").cases("dev")}
 
 
+def case_map(seg, case) -> tuple[np.ndarray, tuple[int, int, int]]:  # type: ignore[no-untyped-def]
+    """One case's probability map as the tables compute it: the checkpoint's normalisation, wide windows,
+    overlap 0.25, Gaussian blending. Returns (map, window)."""
+    from neurorefiner.data.segmentation import normalize_image
+    from neurorefiner.models.inference import default_window, max_input_of, sliding_window_probs
+
+    raw = case.image().load()
+    img = normalize_image(raw, str(case.image_path), seg.normalization)
+    window = default_window(seg.patch_size, raw.shape, max_input=max_input_of(seg.net))
+    return sliding_window_probs(seg.net, img, window, overlap=0.25, mode="gaussian"), window
+
+
 def write_probs(run: Path, threads: int) -> None:
     """Out-of-fold probability maps (wide windows, Gaussian blending) of the run's held-out cases."""
     import torch
 
-    from neurorefiner.data.segmentation import normalize_image
     from neurorefiner.io.atomic import atomic_path
-    from neurorefiner.models.inference import default_window, load_segmenter, max_input_of, sliding_window_probs
+    from neurorefiner.models.inference import load_segmenter
 
     torch.set_num_threads(threads)
     fold, _ = parse_run(run)
@@ -83,12 +94,8 @@ def write_probs(run: Path, threads: int) -> None:
         target = out / f"{name}.npy"
         if target.exists():
             continue
-        case = cases[name]
-        raw = case.image().load()
-        img = normalize_image(raw, str(case.image_path), seg.normalization)
-        window = default_window(seg.patch_size, raw.shape, max_input=max_input_of(seg.net))
         t = time.perf_counter()
-        probs = sliding_window_probs(seg.net, img, window, overlap=0.25, mode="gaussian")
+        probs, window = case_map(seg, cases[name])
         with atomic_path(target) as tmp, open(tmp, "wb") as fh:
             np.save(fh, probs.astype(np.float16))
         print(f"{run.name} {name}: window {window}, {time.perf_counter() - t:.0f} s")
@@ -129,19 +136,14 @@ def verify_ensemble(run: Path, case_name: str, threshold: float, threads: int) -
     """Run the packed ensemble of ``run`` on one held-out case and compare with its stored (averaged) map."""
     import torch
 
-    from neurorefiner.data.segmentation import normalize_image
-    from neurorefiner.models.inference import default_window, load_segmenter, max_input_of, sliding_window_probs
+    from neurorefiner.models.inference import load_segmenter
 
     torch.set_num_threads(threads)
     if case_name not in FOLDS[parse_run(run)[0]]:
         raise SystemExit(f"{case_name} is not held out by {run.name}")
     seg = load_segmenter(run / "segmenter.pt")
-    case = dev_cases()[case_name]
-    raw = case.image().load()
-    img = normalize_image(raw, str(case.image_path), seg.normalization)
-    window = default_window(seg.patch_size, raw.shape, max_input=max_input_of(seg.net))
     t = time.perf_counter()
-    probs = sliding_window_probs(seg.net, img, window, overlap=0.25, mode="gaussian")
+    probs, _ = case_map(seg, dev_cases()[case_name])
     stored = np.load(run / "oof_probs" / f"{case_name}.npy").astype(np.float32)
     diff = np.abs(probs - stored)
     flips = int(((probs > threshold) != (stored > threshold)).sum())

@@ -109,3 +109,23 @@ def test_scores_are_cached_per_map_and_grid(tmp_path, monkeypatch):
     os.utime(run / "oof_probs" / "OP_1.npy", ns=(1, 1))  # the map changed
     cv.score_runs([run], thresholds=(0.5, 0.6))
     assert len(calls) == 5
+
+
+def test_case_map_normalises_and_windows_like_the_tables(tmp_path):
+    import types
+
+    import numpy as np
+    import torch
+
+    from neurorefiner.models.inference import export_segmenter, load_segmenter, segment_array
+    from neurorefiner.models.segmenters.unet3d import UNet3D
+
+    torch.manual_seed(0)
+    cfg = {"_target_": "neurorefiner.models.segmenters.unet3d.UNet3D", "features": [4, 8], "first_stride": [1, 2, 2]}
+    seg = load_segmenter(export_segmenter(UNet3D(features=(4, 8), first_stride=(1, 2, 2)), cfg, tmp_path / "u.pt",
+                                          (8, 16, 16), normalization={"method": "percentile", "percentiles": [1, 99]}))
+    raw = (np.random.default_rng(0).random((10, 20, 24)) * 1000).astype(np.float32)
+    case = types.SimpleNamespace(image=lambda: types.SimpleNamespace(load=lambda: raw), image_path=tmp_path / "x.tif")
+    probs, window = cv.case_map(seg, case)
+    assert window == (10, 20, 24) and probs.shape == raw.shape
+    assert np.allclose(probs, segment_array(seg, raw)[1], atol=1e-6)  # the same map `neurorefiner segment` makes
