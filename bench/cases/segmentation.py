@@ -27,7 +27,7 @@ def _setup():
 
 
 def _setup_ensemble(members: int = 3):
-    """The shipped kind of ensemble (models.segmenters.ensemble): ``members`` CPU U-Nets averaged."""
+    """The fifth round's shipped kind of ensemble (models.segmenters.ensemble): ``members`` CPU U-Nets averaged."""
     from neurorefiner.models.segmenters.ensemble import AveragedEnsemble
 
     cfg = {"_target_": "neurorefiner.models.segmenters.unet3d.UNet3D", "first_stride": [1, 2, 2]}
@@ -65,9 +65,10 @@ CASES = [
          reference=_single_pass, reference_name="one forward pass over the same 256^3 voxels", repeats=1,
          budget_s=30.0, extra=lambda a, t: _extra(a, t, WIDE_PATCH)),
     # an average of three U-Nets (seeds) in one checkpoint costs three networks' time; the reference is one
-    # U-Net with the same windows, so the ratio says what averaging adds
+    # U-Net with the same windows, so the ratio says what averaging adds. Held to issue 5's 30 s like any
+    # U-Net: it is over (the fifth round shipped one; the sixth round's rule excludes it, cv_dev.py)
     Case("segmentation/sliding_window_unet3d_x3_ensemble_cpu_256^3_wide", _setup_ensemble,
          lambda a: _windowed((a[0], a[2]), WIDE_PATCH), reference=lambda a: _windowed((a[1], a[2]), WIDE_PATCH),
-         reference_name="one CPU U-Net, the same wide windows", repeats=1, budget_s=90.0,
+         reference_name="one CPU U-Net, the same wide windows", repeats=1, budget_s=30.0,
          extra=lambda a, t: _extra(a, t, WIDE_PATCH)),
 ]

@@ -10,7 +10,9 @@ maps: mask -> APP2 -> F1/SSD against the gold SWC, as the tables are. OP_7-OP_9 
 
 Rule (fixed before the runs): the highest mean F1 over the six held-out cases; settings within 0.01 of it
 go to the lower mean SSD, then the simpler setting (no dust removal, no component filter, threshold
-nearest 0.5).
+nearest 0.5). Sixth round: only settings whose inference fits issue 5's budget (256^3 in 30 s on 2 cores,
+from ``bench_segmentation.json``) can be chosen; the fifth round's rule lacked it and chose a three-network
+average (61 s). ``--no-speed-budget`` reproduces the fifth round.
 
     .venv/bin/python experiments/segmenters/cv_dev.py probs --run checkpoints/runs/segment/unet3d/cv/f1_256
     .venv/bin/python experiments/segmenters/cv_dev.py choose --runs checkpoints/runs/segment/unet3d/cv/f*_*
@@ -35,6 +37,7 @@ import csv
 import json
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -43,8 +46,12 @@ FOLDS = {1: ("OP_1", "OP_2"), 2: ("OP_3", "OP_4"), 3: ("OP_5", "OP_6")}
 THRESHOLDS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)  # round 4 stopped at 0.8 and chose its edge
 DUST = (0, 1000)
 KEEP = (0, 1)
+HERE = Path(__file__).resolve().parent
 RUN_NAME = re.compile(r"f(?P<fold>\d+)_(?P<steps>\d+)$")
 TIE_F1 = 0.01
+SPEED_BUDGET_S = 30.0  # issue 5: sliding-window inference of the CPU U-Net on 256^3 under 30 s on 2 cores
+BENCH = HERE / "bench_segmentation.json"
+SINGLE_BENCH_CASE = "segmentation/sliding_window_unet3d_cpu_256^3_wide"
 
 
 def parse_run(path: Path) -> tuple[int, int]:
@@ -194,8 +201,8 @@ def score_runs(runs: list[Path], thresholds: tuple[float, ...] = THRESHOLDS) -> 
 
 SETTING = ("members", "steps", "threshold", "dust_voxels", "keep_largest")
 METRICS = ("PRE", "REC", "F1", "SD", "SSD")
-TABLE_HEAD = ["| networks | steps | threshold | dust | keep_largest | PRE | REC | F1 | SD | SSD |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+TABLE_HEAD = ["| networks | steps | threshold | dust | keep_largest | PRE | REC | F1 | SD | SSD | s on 256^3 |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
 
 
 def variant(s: dict) -> str:
@@ -205,12 +212,35 @@ def variant(s: dict) -> str:
 def table_row(s: dict) -> str:
     kind = f"average of {s['members']}" if s["members"] > 1 else "one"
     return (f"| {kind} | {s['steps']} | {s['threshold']} | {s['dust_voxels']} | {s['keep_largest']} | {s['PRE']:.3f} | "
-            f"{s['REC']:.3f} | {s['F1']:.3f} | {s['SD']:.2f} | {s['SSD']:.2f} |")
+            f"{s['REC']:.3f} | {s['F1']:.3f} | {s['SD']:.2f} | {s['SSD']:.2f} | {seconds_cell(s)} |")
 
 
-def summarise(rows: list[dict], n_cases: int) -> tuple[list[dict], dict]:
+def seconds_cell(s: dict) -> str:
+    seconds = s.get("seconds_256", float("nan"))
+    if seconds != seconds:  # NaN: no budget applied
+        return "-"
+    return f"{seconds:.0f}" + (" (over budget)" if s.get("over_budget") else "")
+
+
+def inference_seconds(bench: Path, members: int) -> float:
+    """Seconds to segment a 256^3 volume on 2 cores with ``members`` networks averaged: the measured
+    wide-window time of one network (``bench_segmentation.json``) times the members (each member runs every
+    window; the bench measured 2.91x for three)."""
+    cases = {c["case"]: c for c in json.loads(bench.read_text())}
+    one = cases.get(SINGLE_BENCH_CASE)
+    if one is None:
+        raise SystemExit(f"{bench}: no {SINGLE_BENCH_CASE!r} entry; run `python -m bench.run -k segmentation "
+                         f"--json {bench}`")
+    return members * float(one["median_s"])
+
+
+def summarise(rows: list[dict], n_cases: int, seconds_of: Callable[[int], float] | None = None,
+              budget_s: float | None = None) -> tuple[list[dict], dict]:
     """Means per setting over the held-out cases and the choice. Several runs of one setting and case (seeds)
-    are averaged first, so every case weighs the same; settings missing a case are dropped."""
+    are averaged first, so every case weighs the same; settings missing a case are dropped.
+
+    ``seconds_of(members)`` with ``budget_s``: settings whose inference on 256^3 takes longer than the budget
+    (issue 5: 30 s on 2 cores) stay in the summary, marked ``over_budget``, but cannot be chosen."""
     groups: dict[tuple, dict[str, list[dict]]] = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in SETTING), {}).setdefault(r["case"], []).append(r)
@@ -219,20 +249,28 @@ def summarise(rows: list[dict], n_cases: int) -> tuple[list[dict], dict]:
                for k, per_case in groups.items() if len(per_case) == n_cases]
     if not summary:
         raise SystemExit(f"no setting was scored on all {n_cases} held-out cases")
-    best_f1 = max(s["F1"] for s in summary)
-    near = [s for s in summary if s["F1"] >= best_f1 - TIE_F1]
+    for s in summary:
+        s["seconds_256"] = seconds_of(s["members"]) if seconds_of else float("nan")
+        s["over_budget"] = bool(budget_s is not None and seconds_of and s["seconds_256"] > budget_s)
+    allowed = [s for s in summary if not s["over_budget"]]
+    if not allowed:
+        raise SystemExit(f"every setting is over the {budget_s} s inference budget")
+    best_f1 = max(s["F1"] for s in allowed)
+    near = [s for s in allowed if s["F1"] >= best_f1 - TIE_F1]
     chosen = min(near, key=lambda s: (s["SSD"], s["members"], s["dust_voxels"] > 0, s["keep_largest"] > 0,
                                       abs(s["threshold"] - 0.5)))
     summary.sort(key=lambda s: (-s["F1"], s["SSD"]))
     return summary, chosen
 
 
-def choose(runs: list[Path], out: Path, thresholds: tuple[float, ...] = THRESHOLDS) -> None:
+def choose(runs: list[Path], out: Path, thresholds: tuple[float, ...] = THRESHOLDS,
+           budget_s: float | None = SPEED_BUDGET_S, bench: Path = BENCH) -> None:
     from neurorefiner.io.atomic import atomic_path, write_text_atomic
 
     held = sorted({c for r in runs for c in FOLDS[parse_run(r)[0]]})
     rows = score_runs(runs, thresholds)
-    summary, chosen = summarise(rows, len(held))
+    seconds_of = (lambda members: inference_seconds(bench, members)) if budget_s is not None else None
+    summary, chosen = summarise(rows, len(held), seconds_of, budget_s)
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / "cv_dev_cases.csv") as tmp, open(tmp, "w", newline="") as fh:
         w = csv.DictWriter(fh, list(rows[0]))
@@ -248,6 +286,13 @@ def choose(runs: list[Path], out: Path, thresholds: tuple[float, ...] = THRESHOL
              f"the seeds run). Thresholds {', '.join(map(str, thresholds))}. Rule: the highest mean F1; settings "
              f"within {TIE_F1} of it go to the lower mean SSD, then the simpler setting (one network before an "
              "average). OP_7-OP_9 are not used.", "",
+             (f"Speed: settings whose inference on a 256^3 volume (2 cores, wide windows) would exceed issue 5's "
+              f"{budget_s:g} s are listed but cannot be chosen; seconds = networks averaged x one network's "
+              f"measured time ({bench.relative_to(HERE) if bench.is_relative_to(HERE) else bench}: "
+              f"{inference_seconds(bench, 1):.1f} s). Over budget: "
+              + (", ".join(sorted({f"{variant(s)} ({s['seconds_256']:.0f} s)" for s in summary
+                                   if s["over_budget"]})) or "none") + "."
+              if budget_s is not None else "Speed: no inference budget applied (--no-speed-budget)."), "",
              f"**Chosen: {variant(chosen)}, threshold {chosen['threshold']}, dust {chosen['dust_voxels']} "
              f"voxels, keep_largest {chosen['keep_largest']}** (F1 {chosen['F1']:.3f}, SSD {chosen['SSD']:.2f})", "",
              "Runs: " + "; ".join(f"{variant(best_of[v])}: {', '.join(seeds[v])}" for v in variants), "",
@@ -267,6 +312,8 @@ def choose(runs: list[Path], out: Path, thresholds: tuple[float, ...] = THRESHOL
     lines += [table_row(s) for s in summary]
     write_text_atomic(out / "cv_dev.md", "\n".join(lines) + "\n")
     choice = {k: chosen[k] for k in (*SETTING, "F1", "SSD")}
+    if budget_s is not None:
+        choice |= {"seconds_256": round(chosen["seconds_256"], 1), "speed_budget_s": budget_s}
     write_text_atomic(out / "choice.json", json.dumps(choice, indent=1) + "\n")
     print("\n".join(lines[:16]))
 
@@ -292,6 +339,10 @@ def main() -> None:
     ch.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "cv_dev")
     ch.add_argument("--thresholds", nargs="+", type=float, default=list(THRESHOLDS),
                     help="round 4 (cv_dev/cv_dev.md) used 0.4 0.5 0.6 0.7 0.8")
+    ch.add_argument("--speed-budget", type=float, default=SPEED_BUDGET_S,
+                    help="seconds on 256^3 (2 cores) a chosen setting may take (issue 5: 30)")
+    ch.add_argument("--no-speed-budget", action="store_true", help="the fifth round's rule: no speed limit")
+    ch.add_argument("--bench", type=Path, default=BENCH, help="bench JSON with the one-network time")
     a = p.parse_args()
     if a.cmd == "probs":
         write_probs(a.run, a.threads)
@@ -300,7 +351,7 @@ def main() -> None:
     elif a.cmd == "ensemble":
         write_ensemble(a.members, a.out, a.threads, a.recompute)
     else:
-        choose(a.runs, a.out, tuple(a.thresholds))
+        choose(a.runs, a.out, tuple(a.thresholds), None if a.no_speed_budget else a.speed_budget, a.bench)
 
 
 if __name__ == "__main__":

@@ -4,13 +4,14 @@
 #
 #   bash experiments/segmenters/cv_final.sh             # all of it (fourth round: one network)
 #   CHOICE=experiments/segmenters/cv_dev/round5/choice.json ROUND=fifth bash experiments/segmenters/cv_final.sh
+#   CHOICE=experiments/segmenters/cv_dev/round6/choice.json ROUND=sixth bash experiments/segmenters/cv_final.sh
 #   STEP=card bash experiments/segmenters/cv_final.sh   # only rewrite the shipped checkpoint's card
 #
 # 1) train on all six dev cases OP_1-OP_6 with the chosen step budget (no case is left for validation: the
 #    cross-validated budget replaces the checkpoint pick), export the last checkpoint; when the choice is an
 #    average of N seeds, train seeds 0..N-1 and pack them into one checkpoint (models.segmenters.ensemble);
 # 2) record the cross-validated post-processing in it, copy it to checkpoints/segmenters/unet3d_diadem_cpu.pt
-#    and write its card (earlier shipped files are kept as unet3d_diadem_cpu_r2.*, _r4.*);
+#    and write its card (earlier shipped files are kept as unet3d_diadem_cpu_r2.*, _r4.*, _r5.*);
 # 3) score DIADEM test (OP_7-OP_9, reporting only) with the naive floor -> diadem_test.md, and remerge the
 #    every-network table (round3.sh STEP=table).
 set -euo pipefail
@@ -19,8 +20,9 @@ PY=${PY:-.venv/bin/python}
 export WANDB_MODE=offline
 CHOICE=${CHOICE:-experiments/segmenters/cv_dev/choice.json}
 ROUND=${ROUND:-fourth}
-read -r steps thr dust keep members < <($PY -c "import json; c = json.load(open('$CHOICE')); \
-print(c['steps'], c['threshold'], c['dust_voxels'], c['keep_largest'], c.get('members', 1))")
+read -r steps thr dust keep members budget < <($PY -c "import json; c = json.load(open('$CHOICE')); \
+print(c['steps'], c['threshold'], c['dust_voxels'], c['keep_largest'], c.get('members', 1), \
+c.get('speed_budget_s', 'none'))")
 echo "cross-validated choice: $steps steps, $members network(s), threshold $thr, dust $dust, keep_largest $keep"
 run_dir() {  # seed 0 is the fourth round's run; later seeds have their own folders
   if [ "$1" = 0 ]; then echo "checkpoints/runs/segment/unet3d/diadem_r4_$steps"
@@ -70,6 +72,7 @@ CHOICE=$CHOICE bash experiments/segmenters/cv_final.sh', 'unet3d_diadem_cpu: CPU
   keep_largest $keep): 3-fold cross-validation over OP_1-OP_6 (each fold trained on four cases, scored through
   APP2 on the two it held out), \`$(dirname "$CHOICE")/cv_dev.md\`; rule in \`experiments/segmenters/cv_dev.py\`.
 - Weights: $what; all six dev cases train it, no validation case.
+- Speed budget in the rule: $budget s on 256^3, 2 cores (issue 5; \`none\`: the rule had none, fifth round).
 - Inference window: wide (64x256x256), as chosen on OP_6 in the second round.
 - Test split (OP_7-OP_9) figures, evaluated once after every choice above was fixed:
   \`experiments/segmenters/diadem_test.md\` (reporting only).

@@ -47,7 +47,7 @@ print(p('$ck', 'STEP=train ARCHS=$arch bash experiments/segmenters/round3.sh', '
 table)
   # the shipped U-Net and the naive floor first, then the previous shipped U-Nets (rounds 4, 2), then round 3
   inc=(--include experiments/segmenters/diadem_test_cases.csv)
-  for prev in round4 round2; do  # earlier shipped U-Nets (unet3d:r4, unet3d:r2), newest first
+  for prev in round5 round4 round2; do  # earlier shipped U-Nets (unet3d:r5, :r4, :r2), newest first
     [ -f "experiments/segmenters/$prev/diadem_test_cases.csv" ] && inc+=(--include "experiments/segmenters/$prev/diadem_test_cases.csv")
   done
   for arch in $ARCHS; do
