@@ -20,10 +20,11 @@ PY=${PY:-.venv/bin/python}
 export WANDB_MODE=offline
 CHOICE=${CHOICE:-experiments/segmenters/cv_dev/choice.json}
 ROUND=${ROUND:-fourth}
-read -r steps thr dust keep members budget < <($PY -c "import json; c = json.load(open('$CHOICE')); \
+read -r steps thr dust keep members budget bridge < <($PY -c "import json; c = json.load(open('$CHOICE')); \
 print(c['steps'], c['threshold'], c['dust_voxels'], c['keep_largest'], c.get('members', 1), \
-c.get('speed_budget_s', 'none'))")
-echo "cross-validated choice: $steps steps, $members network(s), threshold $thr, dust $dust, keep_largest $keep"
+c.get('speed_budget_s', 'none'), c.get('bridge_um', 0.0))")
+echo "cross-validated choice: $steps steps, $members network(s), threshold $thr, gap bridging $bridge um, dust $dust, \
+keep_largest $keep"
 run_dir() {  # seed 0 is the fourth round's run; later seeds have their own folders
   if [ "$1" = 0 ]; then echo "checkpoints/runs/segment/unet3d/diadem_r4_$steps"
   else echo "checkpoints/runs/segment/unet3d/diadem_r5_${steps}_seed$1"; fi
@@ -50,7 +51,7 @@ export_ensemble(sys.argv[1:], '$ens')" "${members_pt[@]}"
 fi
 mv "$ship.part" "$ship"
 $PY -c "from neurorefiner.models.inference import PostProcess, record_postprocess; \
-record_postprocess('$ship', PostProcess($thr, $dust, $keep), 'DIADEM dev OP_1-OP_6, 3-fold cross-validation \
+record_postprocess('$ship', PostProcess($thr, $dust, $keep, $bridge), 'DIADEM dev OP_1-OP_6, 3-fold cross-validation \
 (out-of-fold masks through APP2): $(dirname "$CHOICE")/cv_dev.md')"
 $PY experiments/segmenters/rows.py --dataset diadem --split test --segmenter "unet3d=$ship" --raw --threads 1 \
   --out experiments/segmenters
@@ -68,8 +69,8 @@ CHOICE=$CHOICE bash experiments/segmenters/cv_final.sh', 'unet3d_diadem_cpu: CPU
 
 - Recipe (normalisation, labels, crops, learning rate): conf/experiment/segment_diadem_cpu.yaml, as in the
   second round (\`unet3d_diadem_cpu_r2.md\`).
-- Step budget ($steps), networks averaged ($members) and post-processing (threshold $thr, dust $dust voxels,
-  keep_largest $keep): 3-fold cross-validation over OP_1-OP_6 (each fold trained on four cases, scored through
+- Step budget ($steps), networks averaged ($members) and post-processing (threshold $thr, gap bridging $bridge um,
+  dust $dust voxels, keep_largest $keep): 3-fold cross-validation over OP_1-OP_6 (each fold trained on four cases, scored through
   APP2 on the two it held out), \`$(dirname "$CHOICE")/cv_dev.md\`; rule in \`experiments/segmenters/cv_dev.py\`.
 - Weights: $what; all six dev cases train it, no validation case.
 - Speed budget in the rule: $budget s on 256^3, 2 cores (issue 5; \`none\`: the rule had none, fifth round).

@@ -84,11 +84,12 @@ def main() -> None:
         paths = write_init_masks(a.dataset, arch, ckpt or None, a.split, only=a.cases, post=post,
                                  out_dir=mask_dir(a.dataset, f"{folder}_postprocessed"), cache_probs=True)
         p = post.as_dict()
-        label = (f"{name} (threshold {p['threshold']}, dust {p['dust_voxels']}, "
-                 f"keep largest {p['keep_largest'] or 'all'})")
+        label = (f"{name} (threshold {p['threshold']}, "
+                 + (f"gaps bridged up to {p['bridge_um']:g} um, " if p.get("bridge_um") else "")
+                 + f"dust {p['dust_voxels']}, keep largest {p['keep_largest'] or 'all'})")
         masks[label] = dict(zip(names, paths, strict=True))
         if a.raw:
-            # the masks refinement starts from (init_masks' default: every component kept)
+            # the masks refinement starts from (init_masks' default: every component kept, no bridging)
             masks[f"{name} (threshold {p['threshold']} only, no component filter)"] = dict(zip(
                 names, write_init_masks(a.dataset, arch, ckpt or None, a.split, only=a.cases, cache_probs=True,
                                         out_dir=mask_dir(a.dataset, folder)), strict=True))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, parse_spacing
 
 
 @friendly_errors
@@ -20,6 +20,11 @@ def segment(image: Path = typer.Argument(..., help="image stack (.tif, .v3draw, 
                                             "(default: the checkpoint's recorded setting; 0: keep all)"),
             keep_largest: int | None = typer.Option(None, "--keep-largest",
                                                     help="keep only the k largest components (0: all)"),
+            bridge_um: float | None = typer.Option(None, "--bridge-um",
+                                                   help="join fragments to the largest component across gaps "
+                                                   "up to this many um (default: the checkpoint's setting; 0: off)"),
+            spacing: str | None = typer.Option(None, "--spacing",
+                                               help="voxel size z,y,x in um (default: the file's)"),
             overlap: float = typer.Option(0.25, help="sliding-window overlap (fraction of the patch)"),
             blend: str = typer.Option("gaussian", help="window blending: gaussian | constant"),
             patch: str | None = typer.Option(None, help="window z,y,x (default: wide windows, up to 64,256,256)"),
@@ -38,7 +43,8 @@ def segment(image: Path = typer.Argument(..., help="image stack (.tif, .v3draw, 
     try:
         post = PostProcess(d.threshold if threshold is None else threshold,
                            d.dust_voxels if dust is None else dust,
-                           d.keep_largest if keep_largest is None else keep_largest)
+                           d.keep_largest if keep_largest is None else keep_largest,
+                           d.bridge_um if bridge_um is None else bridge_um)
     except ValueError as exc:
         raise InputError(f"bad post-processing option: {exc}") from exc
     if not 0.0 <= overlap < 1.0:
@@ -58,11 +64,12 @@ def segment(image: Path = typer.Argument(..., help="image stack (.tif, .v3draw, 
 
         torch.set_num_threads(threads)
     vol = read_volume(image, channel=channel)
+    voxel = parse_spacing(spacing) or vol.spacing
     mask, probs = segment_array(segmenter, vol.load(), post=post, overlap=overlap, mode=blend,
                                 sw_batch_size=max(1, sw_batch), device=device, patch_size=patch_size,
-                                progress=True, source=str(image))
-    write_volume(out, mask, spacing=vol.spacing)
+                                progress=True, source=str(image), spacing=voxel)
+    write_volume(out, mask, spacing=voxel)
     if prob is not None:
-        write_volume(prob, probs, spacing=vol.spacing)
+        write_volume(prob, probs, spacing=voxel)
     typer.echo(f"{out}: {int(mask.sum())} foreground voxels of {mask.size} ({segmenter.arch}, "
                f"window {'wide (default)' if patch_size is None else patch_size}, {post.as_dict()})")

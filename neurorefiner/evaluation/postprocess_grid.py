@@ -17,9 +17,10 @@ from neurorefiner.models.inference import PostProcess, postprocess_mask
 SCORE_KEYS = ("PRE", "REC", "F1", "SD", "SSD")
 
 
-def settings_grid(thresholds: Iterable[float], dust: Iterable[int], keep: Iterable[int]) -> list[PostProcess]:
-    """Every (threshold, dust_voxels, keep_largest) combination, in that order."""
-    return [PostProcess(t, d, k) for t, d, k in itertools.product(thresholds, dust, keep)]
+def settings_grid(thresholds: Iterable[float], dust: Iterable[int], keep: Iterable[int],
+                  bridge: Iterable[float] = (0.0,)) -> list[PostProcess]:
+    """Every (threshold, dust_voxels, keep_largest, bridge_um) combination, in that order."""
+    return [PostProcess(t, d, k, b) for t, d, k, b in itertools.product(thresholds, dust, keep, bridge)]
 
 
 def score_settings(probs: np.ndarray, gold, spacing, settings: Iterable[PostProcess],  # type: ignore[no-untyped-def]
@@ -27,7 +28,7 @@ def score_settings(probs: np.ndarray, gold, spacing, settings: Iterable[PostProc
     """(setting, {PRE, REC, F1, SD, SSD}) for each setting; identical masks are traced once."""
     scored: dict[bytes, dict[str, float]] = {}
     for post in settings:
-        mask = postprocess_mask(probs, post)
+        mask = postprocess_mask(probs, post, spacing)
         key = hashlib.sha1(np.packbits(mask).tobytes()).digest()
         if key not in scored:
             s = score_mask(gold, mask, spacing)

@@ -189,6 +189,9 @@ class PostProcess:
     dust_voxels: drop 26-connected components smaller than this (speckle); 0 keeps all.
     keep_largest: keep only the k largest components (APP2 traces from one root, and a bright blob
         elsewhere can take the root); 0 keeps all.
+    bridge_um: join fragments to the largest component across gaps up to this many micrometres
+        (:func:`neurorefiner.models.gap_bridging.bridge_gaps`, before the component filters; needs the
+        voxel spacing); 0 leaves breaks as they are.
     A checkpoint may record the setting chosen for it on validation data (:func:`record_postprocess`,
     ``experiments/segmenters/postprocess_dev.py``); that is then its default. Checkpoints without a record
     get :data:`DEFAULT_POSTPROCESS` (plain threshold 0.5).
@@ -197,6 +200,7 @@ class PostProcess:
     threshold: float = 0.5
     dust_voxels: int = 0
     keep_largest: int = 0
+    bridge_um: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold < 1.0:
@@ -204,9 +208,17 @@ class PostProcess:
         if self.dust_voxels < 0 or self.keep_largest < 0:
             raise ValueError(f"dust_voxels and keep_largest must be >= 0, got {self.dust_voxels}, "
                              f"{self.keep_largest}")
+        if not self.bridge_um >= 0:
+            raise ValueError(f"bridge_um must be >= 0, got {self.bridge_um}")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"threshold": self.threshold, "dust_voxels": self.dust_voxels, "keep_largest": self.keep_largest}
+        """The setting as recorded in checkpoints and caches; ``bridge_um`` only when used, so settings
+        recorded before it existed keep their keys (and the caches keyed on them)."""
+        d: dict[str, Any] = {"threshold": self.threshold, "dust_voxels": self.dust_voxels,
+                             "keep_largest": self.keep_largest}
+        if self.bridge_um:
+            d["bridge_um"] = self.bridge_um
+        return d
 
 
 DEFAULT_POSTPROCESS = PostProcess()
@@ -234,11 +246,19 @@ def record_postprocess(path: str | Path, post: PostProcess, chosen_on: str) -> P
     return path
 
 
-def postprocess_mask(probs: np.ndarray, post: PostProcess = DEFAULT_POSTPROCESS) -> np.ndarray:
-    """Binary mask (bool ZYX) of a foreground-probability map: threshold, dust removal, largest components."""
+def postprocess_mask(probs: np.ndarray, post: PostProcess = DEFAULT_POSTPROCESS,
+                     spacing: Sequence[float] | None = None) -> np.ndarray:
+    """Binary mask (bool ZYX) of a foreground-probability map: threshold, gap bridging, dust removal, largest
+    components. ``spacing`` (z, y, x um) is needed only when ``post.bridge_um`` is set."""
     import cc3d
 
     mask = np.asarray(probs) > post.threshold
+    if post.bridge_um and mask.any():
+        if spacing is None:
+            raise ValueError("gap bridging (bridge_um) needs the voxel spacing")
+        from neurorefiner.models.gap_bridging import bridge_gaps
+
+        mask = bridge_gaps(mask, spacing, post.bridge_um)
     if not mask.any() or (post.dust_voxels == 0 and post.keep_largest == 0):
         return mask
     if post.dust_voxels > 0:
@@ -275,11 +295,12 @@ def max_input_of(net: nn.Module) -> tuple[int, int, int] | None:
 def segment_array(segmenter: Segmenter, image: np.ndarray, threshold: float | None = None, overlap: float = 0.25,
                   mode: str = "gaussian", sw_batch_size: int = 4, device: str = "cpu",
                   patch_size: Sequence[int] | None = None, progress: bool = False,
-                  source: str | None = None, post: PostProcess | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  source: str | None = None, post: PostProcess | None = None,
+                  spacing: Sequence[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(mask bool, probability float32) of a raw ZYX image: normalised as the checkpoint was trained,
     windowed (``patch_size`` None: :func:`default_window`), then :func:`postprocess_mask` with ``post``
     (default: the checkpoint's recorded setting, :func:`recorded_postprocess`; ``threshold`` overrides
-    its threshold)."""
+    its threshold). ``spacing`` (z, y, x um): for gap bridging."""
     import dataclasses
 
     if image.ndim != 3:
@@ -287,11 +308,14 @@ def segment_array(segmenter: Segmenter, image: np.ndarray, threshold: float | No
     post = post or recorded_postprocess(segmenter)
     if threshold is not None:
         post = dataclasses.replace(post, threshold=float(threshold))
+    if post.bridge_um and spacing is None:  # before the slow part
+        raise InputError(f"post-processing {post.as_dict()} bridges gaps in micrometres: the image needs a "
+                         "voxel spacing", source)
     norm = normalize_image(image, source, segmenter.normalization)
     window = patch_size or default_window(segmenter.patch_size, image.shape, max_input=max_input_of(segmenter.net))
     probs = sliding_window_probs(segmenter.net, norm, window, overlap, mode,
                                  sw_batch_size=sw_batch_size, device=device, progress=progress)
-    return postprocess_mask(probs, post), probs
+    return postprocess_mask(probs, post, spacing), probs
 
 
 def windows_count(shape: Sequence[int], patch: Sequence[int], overlap: float) -> int:

@@ -106,7 +106,8 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
 
         digest = _sha256(ckpt)
         seg = load_segmenter(ckpt, expected_arch=segmenter)
-        post = post or dataclasses.replace(recorded_postprocess(seg), keep_largest=0)
+        # refinement starts from the breaks and fragments: no component filter, no gap bridging
+        post = post or dataclasses.replace(recorded_postprocess(seg), keep_largest=0, bridge_um=0.0)
         if threshold is not None:
             post = dataclasses.replace(post, threshold=float(threshold))
         post_d = post.as_dict()
@@ -138,9 +139,11 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
 
             cached = (probs_cache_dir(dataset, segmenter, digest, window_l, overlap) / f"{case.name}.npy"
                       if cache_probs else None)
-            probs = _cached_probs(cached, lambda vol=vol, src=str(case.image_path): segment_array(
-                seg, vol.load(), overlap=overlap, device=device, patch_size=window, source=src, post=post)[1])
-            mask = postprocess_mask(probs, post)
+            voxel = case.spacing or vol.spacing
+            probs = _cached_probs(cached, lambda vol=vol, src=str(case.image_path), voxel=voxel: segment_array(
+                seg, vol.load(), overlap=overlap, device=device, patch_size=window, source=src, post=post,
+                spacing=voxel)[1])
+            mask = postprocess_mask(probs, post, voxel)
         write_volume(path, mask, spacing=vol.spacing)
         done[case.name] = {"file": path.name, "split": case.split, "seconds": round(time.perf_counter() - start, 2),
                            "foreground": int(mask.sum()), "shape": list(mask.shape)}
@@ -166,6 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--dust", type=int, default=None, help="drop components under N voxels (default: chosen)")
     p.add_argument("--keep-largest", type=int, default=None,
                    help="keep the k largest components (default 0: all; refinement needs the fragments)")
+    p.add_argument("--bridge-um", type=float, default=None,
+                   help="join fragments across gaps up to this many um (default 0: refinement fixes breaks)")
     p.add_argument("--window", default=None, help="sliding window z,y,x (default: wide, see default_window)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default; 1 on shared cores)")
@@ -176,12 +181,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(a.threads)
     try:
         post = None
-        if a.segmenter != NAIVE and (a.dust is not None or a.keep_largest is not None):
+        if a.segmenter != NAIVE and (a.dust is not None or a.keep_largest is not None or a.bridge_um is not None):
             from neurorefiner.models.inference import PostProcess, load_segmenter, recorded_postprocess
 
             d = recorded_postprocess(load_segmenter(a.model or shipped_checkpoint(a.segmenter, a.dataset)))
             post = PostProcess(d.threshold, d.dust_voxels if a.dust is None else a.dust,
-                               0 if a.keep_largest is None else a.keep_largest)
+                               0 if a.keep_largest is None else a.keep_largest,
+                               0.0 if a.bridge_um is None else a.bridge_um)
         try:
             window = [int(w) for w in a.window.split(",")] if a.window else None
         except ValueError:

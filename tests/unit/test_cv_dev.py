@@ -30,8 +30,8 @@ def test_run_directories_name_fold_and_steps():
 
 
 def _rows(steps: int, thr: float, f1s: tuple[float, float], ssd: float, keep: int = 0, members: int = 1,
-          run: str = "cv") -> list[dict]:
-    return [{"members": members, "steps": steps, "run": run, "threshold": thr, "dust_voxels": 0,
+          run: str = "cv", bridge: float = 0.0) -> list[dict]:
+    return [{"members": members, "steps": steps, "run": run, "threshold": thr, "bridge_um": bridge, "dust_voxels": 0,
              "keep_largest": keep, "case": c, "PRE": f1, "REC": f1, "F1": f1, "SD": ssd / 2, "SSD": ssd}
             for c, f1 in zip(("OP_1", "OP_2"), f1s)]
 

@@ -138,3 +138,20 @@ def test_cli_segment_writes_mask_and_probability(ckpt, tmp_path):
     res = runner.invoke(app, ["segment", str(tmp_path / "img.tif"), "--model", str(ckpt), "--out",
                               str(tmp_path / "m3.tif"), "--patch", "8,16"])
     assert res.exit_code == 2
+
+
+def test_cli_segment_bridges_gaps_with_the_files_or_the_given_spacing(ckpt, tmp_path):
+    from neurorefiner.cli.main import app
+
+    image = np.zeros((10, 24, 24), np.uint8)
+    image[5, 5:20, 12] = 200
+    write_volume(tmp_path / "img.tif", image, spacing=(1.0, 0.5, 0.5))
+    runner = CliRunner()
+    res = runner.invoke(app, ["segment", str(tmp_path / "img.tif"), "--model", str(ckpt), "--out",
+                              str(tmp_path / "m.tif"), "--bridge-um", "3", "--spacing", "2,0.4,0.4"])
+    assert res.exit_code == 0, res.output
+    assert "'bridge_um': 3.0" in res.output
+    assert read_volume(tmp_path / "m.tif").spacing == pytest.approx((2.0, 0.4, 0.4))
+    res = runner.invoke(app, ["segment", str(tmp_path / "img.tif"), "--model", str(ckpt), "--out",
+                              str(tmp_path / "m2.tif"), "--bridge-um", "-1"])
+    assert res.exit_code == 2 and "bridge_um" in res.output
