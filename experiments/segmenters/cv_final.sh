@@ -57,7 +57,7 @@ $PY experiments/segmenters/rows.py --dataset diadem --split test --segmenter "un
   --out experiments/segmenters
 STEP=table bash experiments/segmenters/round3.sh
 fi
-if [ "$members" = 1 ]; then what="the last checkpoint of one network (seed 0)"
+if [ "$members" = 1 ]; then what="the last checkpoint of one network (seed 0, training run $(run_dir 0))"
 else what="an average of $members networks (seeds 0-$((members - 1)), each its last checkpoint; \
 neurorefiner.models.segmenters.ensemble)"; fi
 {

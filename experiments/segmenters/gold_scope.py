@@ -9,8 +9,8 @@ APP2 -> metrics against the gold SWC) and again after zeroing it outside the gol
 ``--margin`` voxels (then the same component filter again), together with the share of the full trace's
 nodes outside that box. The naive floor (Otsu + TEASAR, largest / every component) gets the same two scores.
 
-    # dev: out-of-fold maps of the three single-network CV runs, the shipped setting (0.8, keep largest)
-    .venv/bin/python experiments/segmenters/gold_scope.py --split dev
+    # dev: out-of-fold maps of the three single-network CV runs at a setting (here 0.8, keep largest)
+    .venv/bin/python experiments/segmenters/gold_scope.py --split dev --threshold 0.8 --bridge 0
     # test, after the shipped file was fixed (reporting only): the cached masks of rows.py
     .venv/bin/python experiments/segmenters/gold_scope.py --split test
 
@@ -84,9 +84,10 @@ def floor_both(gold, otsu: np.ndarray, spacing, box, largest: bool) -> dict[str,
             "outside": share_outside(tree.zyx, box)}
 
 
-def unet_masks(split: str, threshold: float) -> dict[str, list[tuple[str, np.ndarray]]]:
+def unet_masks(split: str, threshold: float, bridge_um: float = 0.0) -> dict[str, list[tuple[str, np.ndarray]]]:
     """Per case, (source, mask) of the U-Net: dev -> the out-of-fold maps of each seed's CV run at the shipped
-    setting; test -> the shipped network's cached masks (rows.py)."""
+    setting (``threshold``, ``bridge_um``, keep largest); test -> the shipped network's cached masks (rows.py)."""
+    from neurorefiner.data import get_dataset
     from neurorefiner.io import read_mask
     from neurorefiner.models.inference import PostProcess, postprocess_mask
 
@@ -96,7 +97,8 @@ def unet_masks(split: str, threshold: float) -> dict[str, list[tuple[str, np.nda
         for root in CV_SEED_ROOTS:
             for path in sorted((runs / root).glob("f*_256/oof_probs/OP_*.npy")):
                 probs = np.load(path).astype(np.float32)
-                mask = postprocess_mask(probs, PostProcess(threshold, 0, 1))
+                spacing = next(c.spacing for c in get_dataset("diadem").cases("dev") if c.name == path.stem)
+                mask = postprocess_mask(probs, PostProcess(threshold, 0, 1, bridge_um), spacing)
                 out.setdefault(path.stem, []).append((str(path.relative_to(ROOT)), mask))
         if not out:
             raise SystemExit(f"no out-of-fold maps under {runs}/{{{','.join(CV_SEED_ROOTS)}}}: run cv_dev.sh first")
@@ -117,10 +119,11 @@ def main() -> None:
     p.add_argument("--split", choices=("dev", "test"), default="dev")
     p.add_argument("--margin", type=int, default=MARGIN_VOXELS, help="voxels added around the gold's box")
     p.add_argument("--threshold", type=float, default=0.8, help="dev only: the shipped network's threshold")
+    p.add_argument("--bridge", type=float, default=0.0, help="dev only: the shipped network's gap bridging (um)")
     p.add_argument("--out", type=Path, default=HERE)
     a = p.parse_args()
     cases = {c.name: c for c in get_dataset("diadem").cases(a.split)}
-    masks = unet_masks(a.split, a.threshold)
+    masks = unet_masks(a.split, a.threshold, a.bridge)
     from neurorefiner.models.segmenters.naive import otsu_mask
 
     rows, views = [], []
@@ -145,8 +148,9 @@ def main() -> None:
         w = csv.DictWriter(fh, list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    write_text_atomic(a.out / f"{stem}.md", table(rows, a.split, a.margin))
-    print(table(rows, a.split, a.margin))
+    text = table(rows, a.split, a.margin, a.threshold, a.bridge)
+    write_text_atomic(a.out / f"{stem}.md", text)
+    print(text)
     print("wrote", plot_views(views, a.out / f"{stem}.png", a.split))
 
 
@@ -179,7 +183,7 @@ def plot_views(views: list[tuple], path: Path, split: str) -> Path:
     return path
 
 
-def table(rows: list[dict], split: str, margin: int) -> str:
+def table(rows: list[dict], split: str, margin: int, threshold: float, bridge_um: float) -> str:
     """Per case and method (several seeds averaged), protocol vs inside the gold's box, then the means."""
     methods = list(dict.fromkeys(r["method"] for r in rows))
     cases = list(dict.fromkeys(r["case"] for r in rows))
@@ -200,8 +204,9 @@ def table(rows: list[dict], split: str, margin: int) -> str:
         mean_rows = [{k: float(np.mean([r[k] for r in rs])) for k in
                       ("F1", "F1_in_box", "SSD", "SSD_in_box", "outside")} for rs in per_case]
         means.append(line("mean", m, mean_rows).replace(f" ({len(mean_rows)} seeds)", ""))
-    what = ("out-of-fold masks of the three single-network CV runs (seeds 0-2, 256 steps), threshold 0.8, keep "
-            "largest" if split == "dev" else "the shipped network's masks (read after it was fixed; reporting only)")
+    what = (f"out-of-fold masks of the three single-network CV runs (seeds 0-2, 256 steps), threshold {threshold}, "
+            f"gap bridging {bridge_um:g} um, keep largest" if split == "dev"
+            else "the shipped network's masks (read after it was fixed; reporting only)")
     return "\n".join([
         f"# DIADEM {split}: error beyond the gold tracing's extent (diagnostic, not the evaluation protocol)", "",
         f"U-Net: {what}. Each mask is scored as the tables do (mask -> APP2 -> metrics, tau 4 voxels, SSD in "
