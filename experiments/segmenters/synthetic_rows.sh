@@ -4,9 +4,12 @@
 #   STEP=train PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh
 #   STEP=eval  PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh
 #   STEP=floor PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh   # after eval
+#   ARCH=nnunet_style STEP=train PRESETS=... bash experiments/segmenters/synthetic_rows.sh     # the other baseline
 #
 # Training: the preset's train split, its val split picks the checkpoint; exact label files (gold labels),
 # percentile normalisation, the default 32x96x96 crops, batch 2, 256 steps (8 epochs x 32), one torch thread.
+# ARCH=nnunet_style: the nnU-Net-style baseline with its CPU patch (16x64x64, as on DIADEM), planned from the
+# preset's voxel spacing; its rows join the same tables (--include keeps the rows already there).
 # Post-processing is not chosen on these data: the DIADEM U-Net's setting (threshold 0.6, keep the largest
 # component) is recorded, and --raw adds threshold-only masks (every component: what refinement starts from).
 # Rows: test split -> APP2 -> metrics; experiments/segmenters/synthetic/<preset>_test.md. STEP=floor adds the
@@ -17,24 +20,32 @@ PY=${PY:-.venv/bin/python}
 STEP=${STEP:?STEP=train|eval|floor}
 PRESETS=${PRESETS:-"synthetic_cwmbs_weak synthetic_zbfwb"}
 export WANDB_MODE=offline
-ckpt_of() { echo "checkpoints/runs/segment/unet3d/$1_r3/segmenter.pt"; }
+ARCH=${ARCH:-unet3d}
+case $ARCH in
+  unet3d) ARCH_ARGS=() ;;
+  nnunet_style) ARCH_ARGS=(segmentation.data.patch_size=[16,64,64]) ;;
+  *) echo "ARCH=$ARCH: only unet3d and nnunet_style (the two baselines refinement starts from)" >&2; exit 2 ;;
+esac
+ckpt_of() { echo "checkpoints/runs/segment/$ARCH/$1_r3/segmenter.pt"; }
 
 for preset in $PRESETS; do
   ck=$(ckpt_of "$preset")
   case $STEP in
   train)
-    $PY train.py task=segment model=unet3d dataset="$preset" segmentation.ckpt_dir="$(dirname "$ck")" \
-      trainer.max_epochs=8 trainer.check_val_every_n_epoch=2 trainer.enable_progress_bar=false ;;
+    $PY train.py task=segment model="$ARCH" dataset="$preset" segmentation.ckpt_dir="$(dirname "$ck")" \
+      trainer.max_epochs=8 trainer.check_val_every_n_epoch=2 trainer.enable_progress_bar=false "${ARCH_ARGS[@]}" ;;
   eval)
     $PY -c "from neurorefiner.models.inference import PostProcess, record_postprocess; \
 record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen on these data: the DIADEM CPU 3D U-Net setting \
 (DIADEM OP_6, experiments/segmenters/postprocess_dev_OP_6_tiebreak.md)')"
     # --no-naive: the floor comes from STEP=floor (it merges these rows; run it after this step)
-    $PY experiments/segmenters/rows.py --dataset "$preset" --split test --segmenter "unet3d=$ck" --raw --no-naive \
-      --threads 1 --out experiments/segmenters/synthetic
+    prev=experiments/segmenters/synthetic/${preset}_test_cases.csv
+    inc=(); [ -f "$prev" ] && inc=(--include "$prev")  # the rows already there (other network, floor)
+    $PY experiments/segmenters/rows.py --dataset "$preset" --split test --segmenter "$ARCH=$ck" --raw --no-naive \
+      --threads 1 --out experiments/segmenters/synthetic "${inc[@]}"
     $PY -c "from neurorefiner.models.segmentation_training import provenance_markdown as p; \
-print(p('$ck', 'STEP=train PRESETS=$preset bash experiments/segmenters/synthetic_rows.sh', \
-'unet3d on $preset (SYNTHETIC), 256 steps'))" > "experiments/segmenters/synthetic/${preset}_unet3d_card.md" ;;
+print(p('$ck', 'ARCH=$ARCH STEP=train PRESETS=$preset bash experiments/segmenters/synthetic_rows.sh', \
+'$ARCH on $preset (SYNTHETIC), 256 steps'))" > "experiments/segmenters/synthetic/${preset}_${ARCH}_card.md" ;;
   floor)
     # ~2.5 min (256^3) / ~4 min (128x512x512) per volume on one thread: the Otsu mask is a noise sponge of
     # ~40% of the volume (see neurorefiner/models/segmenters/naive.py on fix_branching)

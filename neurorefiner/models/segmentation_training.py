@@ -39,14 +39,30 @@ def build_datamodule(cfg: DictConfig, dataset=None):  # type: ignore[no-untyped-
                                   **data)  # type: ignore[arg-type]
 
 
-def build_module(cfg: DictConfig):  # type: ignore[no-untyped-def]
+def training_spacing(dm) -> tuple[float, float, float] | None:  # type: ignore[no-untyped-def]
+    """Voxel spacing (z, y, x um) of the datamodule's first training case; None when the dataset has none."""
+    train, _ = dm.split_cases()
+    spacing = getattr(train[0], "spacing", None)
+    return tuple(float(s) for s in spacing) if spacing else None  # type: ignore[return-value]
+
+
+def build_module(cfg: DictConfig, data_spacing: tuple[float, float, float] | None = None):  # type: ignore[no-untyped-def]
+    """The LightningModule around ``cfg.model``. A model config with ``spacing: null`` (nnU-Net-style, whose
+    topology is planned from the voxel spacing) gets ``data_spacing``, the training data's, so the plan follows
+    the dataset instead of DIADEM's spacing; the resolved value is what the exported checkpoint records."""
     from hydra.utils import instantiate
 
     from neurorefiner.data.segmentation import DEFAULT_PERCENTILES, normalization_spec
     from neurorefiner.models.segmentation_module import SegmentationModule
 
-    net_config = OmegaConf.to_container(cfg.model, resolve=True)
-    net = instantiate(cfg.model)
+    model_cfg = cfg.model
+    if "spacing" in model_cfg and model_cfg.spacing is None:
+        if data_spacing is None:
+            raise ValueError(f"model {model_cfg.get('_target_')} plans from the voxel spacing: set model.spacing "
+                             "or train on a dataset whose cases carry one")
+        model_cfg = OmegaConf.merge(model_cfg, {"spacing": list(data_spacing)})
+    net_config = OmegaConf.to_container(model_cfg, resolve=True)
+    net = instantiate(model_cfg)
     seg = cfg.segmentation
     optimizer = instantiate(seg.optimizer) if seg.get("optimizer") else None
     data = seg.data
@@ -75,7 +91,7 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     if seg.get("num_threads"):
         torch.set_num_threads(int(seg.num_threads))
     dm = build_datamodule(cfg)
-    module = build_module(cfg)
+    module = build_module(cfg, training_spacing(dm))
     if seg.get("ckpt_dir"):
         ckpt_dir = Path(seg.ckpt_dir)
     else:

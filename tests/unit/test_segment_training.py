@@ -127,3 +127,25 @@ def test_card_of_a_run_without_validation_says_so(tmp_path):
     metrics = train_segmenter(_cfg(tmp_path, 2, ("segmentation.data.n_val=0", "segmentation.export_checkpoint=last")))
     card = provenance_markdown(metrics["export_path"], "python train.py ...")
     assert "no validation case" in card and "nan" not in card and "picked) on []" not in card
+
+
+def test_nnunet_style_plans_from_the_training_datas_spacing(tmp_path):
+    """Regression: conf/model/nnunet_style.yaml fixed DIADEM's spacing, so on another dataset the network was
+    planned for voxels it never saw (nnU-Net's rules plan per dataset)."""
+    from neurorefiner.models.segmentation_training import build_datamodule, build_module, training_spacing
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+        cfg = compose(config_name="train", overrides=[
+            "task=segment", "model=nnunet_style", "logger=none", "segmentation.data.patch_size=[16,64,64]"])
+    assert cfg.model.spacing is None
+    iso = build_module(cfg, (1.0, 1.0, 1.0))
+    aniso = build_module(cfg, (1.0, 0.2, 0.2))
+    assert iso.hparams.net_config["spacing"] == [1.0, 1.0, 1.0]
+    assert aniso.hparams.net_config["spacing"] == [1.0, 0.2, 0.2]
+    assert iso.net.strides != aniso.net.strides  # 5x anisotropy: z is pooled later
+    with pytest.raises(ValueError, match="spacing"):
+        build_module(cfg)
+    cfg.dataset = {"_target_": "tests.unit.test_segment_fixtures.TinyDataset", "root": str(tmp_path / "data"),
+                   "name": "tiny_fixture"}
+    (tmp_path / "data").mkdir()
+    assert training_spacing(build_datamodule(cfg)) == (1.0, 1.0, 1.0)
