@@ -118,12 +118,18 @@ def test_windows_count():
     assert windows_count((8, 16, 16), (8, 16, 16), 0.25) == 1
 
 
-def test_cli_segment_writes_mask_and_probability(ckpt, tmp_path):
-    from neurorefiner.cli.main import app
-
+def _fibre_tif(tmp_path) -> np.ndarray:
+    """img.tif in ``tmp_path``: one bright line in a dark 10x24x24 stack, spacing (1.0, 0.5, 0.5)."""
     image = np.zeros((10, 24, 24), np.uint8)
     image[5, 5:20, 12] = 200
     write_volume(tmp_path / "img.tif", image, spacing=(1.0, 0.5, 0.5))
+    return image
+
+
+def test_cli_segment_writes_mask_and_probability(ckpt, tmp_path):
+    from neurorefiner.cli.main import app
+
+    image = _fibre_tif(tmp_path)
     runner = CliRunner()
     res = runner.invoke(app, ["segment", str(tmp_path / "img.tif"), "--model", str(ckpt), "--out",
                               str(tmp_path / "m.tif"), "--prob", str(tmp_path / "p.tif"), "--overlap", "0.5"])
@@ -143,9 +149,7 @@ def test_cli_segment_writes_mask_and_probability(ckpt, tmp_path):
 def test_cli_segment_bridges_gaps_with_the_files_or_the_given_spacing(ckpt, tmp_path):
     from neurorefiner.cli.main import app
 
-    image = np.zeros((10, 24, 24), np.uint8)
-    image[5, 5:20, 12] = 200
-    write_volume(tmp_path / "img.tif", image, spacing=(1.0, 0.5, 0.5))
+    _fibre_tif(tmp_path)
     runner = CliRunner()
     res = runner.invoke(app, ["segment", str(tmp_path / "img.tif"), "--model", str(ckpt), "--out",
                               str(tmp_path / "m.tif"), "--bridge-um", "3", "--spacing", "2,0.4,0.4"])
