@@ -2,6 +2,7 @@
 # Issue 5: the CPU 3D U-Net on SYNTHETIC presets (generated stand-ins, never BigNeuron/CWMBS/ZBFWB results).
 #
 #   STEP=train PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh
+#   STEP=choose PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh  # val split picks
 #   STEP=eval  PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh
 #   STEP=floor PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh   # after eval
 #   ARCH=nnunet_style STEP=train PRESETS=... bash experiments/segmenters/synthetic_rows.sh     # the other baseline
@@ -10,14 +11,15 @@
 # percentile normalisation, the default 32x96x96 crops, batch 2, 256 steps (8 epochs x 32), one torch thread.
 # ARCH=nnunet_style: the nnU-Net-style baseline with its CPU patch (16x64x64, as on DIADEM), planned from the
 # preset's voxel spacing; its rows join the same tables (--include keeps the rows already there).
-# Post-processing is not chosen on these data: the DIADEM U-Net's setting (threshold 0.6, keep the largest
-# component) is recorded, and --raw adds threshold-only masks (every component: what refinement starts from).
+# Post-processing: STEP=choose picks threshold and gap bridging on the preset's val split (keep largest) and
+# records it; without it, eval records the DIADEM U-Net's setting (threshold 0.6, keep largest), as in the third
+# round. --raw adds threshold-only masks (every component, no bridging: what refinement starts from).
 # Rows: test split -> APP2 -> metrics; experiments/segmenters/synthetic/<preset>_test.md. STEP=floor adds the
 # naive floor (Otsu + TEASAR / Otsu -> APP2, no network) to that table, keeping its U-Net rows (--include).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
-STEP=${STEP:?STEP=train|eval|floor}
+STEP=${STEP:?STEP=train|choose|eval|floor}
 PRESETS=${PRESETS:-"synthetic_cwmbs_weak synthetic_zbfwb"}
 export WANDB_MODE=offline
 ARCH=${ARCH:-unet3d}
@@ -34,10 +36,17 @@ for preset in $PRESETS; do
   train)
     $PY train.py task=segment model="$ARCH" dataset="$preset" segmentation.ckpt_dir="$(dirname "$ck")" \
       trainer.max_epochs=8 trainer.check_val_every_n_epoch=2 trainer.enable_progress_bar=false "${ARCH_ARGS[@]}" ;;
+  choose)
+    # threshold x gap bridging on the preset's val split, recorded in the checkpoint (sixth round)
+    $PY experiments/segmenters/synthetic/choose_postprocess.py --dataset "$preset" --arch "$ARCH" --model "$ck" \
+      --record ;;
   eval)
-    $PY -c "from neurorefiner.models.inference import PostProcess, record_postprocess; \
+    if [ ! -f "experiments/segmenters/synthetic/${preset}_${ARCH}_postprocess_val.json" ]; then
+      # no STEP=choose yet: the third round's stand-in, the DIADEM U-Net's setting
+      $PY -c "from neurorefiner.models.inference import PostProcess, record_postprocess; \
 record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen on these data: the DIADEM CPU 3D U-Net setting \
 (DIADEM OP_6, experiments/segmenters/postprocess_dev_OP_6_tiebreak.md)')"
+    fi
     # --no-naive: the floor comes from STEP=floor (it merges these rows; run it after this step)
     prev=experiments/segmenters/synthetic/${preset}_test_cases.csv
     inc=(); [ -f "$prev" ] && inc=(--include "$prev")  # the rows already there (other network, floor)
