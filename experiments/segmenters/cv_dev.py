@@ -277,7 +277,8 @@ def choose(runs: list[Path], out: Path, thresholds: tuple[float, ...] = THRESHOL
 
     held = sorted({c for r in runs for c in FOLDS[parse_run(r)[0]]})
     rows = score_runs(runs, thresholds, dust, keep, bridge)
-    seconds_of = (lambda members: inference_seconds(bench, members)) if budget_s is not None else None
+    one_network_s = inference_seconds(bench, 1) if budget_s is not None else float("nan")  # read the bench once
+    seconds_of = (lambda members: members * one_network_s) if budget_s is not None else None
     summary, chosen = summarise(rows, len(held), seconds_of, budget_s)
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / "cv_dev_cases.csv") as tmp, open(tmp, "w", newline="") as fh:
@@ -299,7 +300,7 @@ def choose(runs: list[Path], out: Path, thresholds: tuple[float, ...] = THRESHOL
              (f"Speed: settings whose inference on a 256^3 volume (2 cores, wide windows) would exceed issue 5's "
               f"{budget_s:g} s are listed but cannot be chosen; seconds = networks averaged x one network's "
               f"measured time ({bench.relative_to(HERE) if bench.is_relative_to(HERE) else bench}: "
-              f"{inference_seconds(bench, 1):.1f} s). Over budget: "
+              f"{one_network_s:.1f} s). Over budget: "
               + (", ".join(sorted({f"{variant(s)} ({s['seconds_256']:.0f} s)" for s in summary
                                    if s["over_budget"]})) or "none") + "."
               if budget_s is not None else "Speed: no inference budget applied (--no-speed-budget)."), "",
