@@ -93,11 +93,12 @@ def unet_masks(split: str, threshold: float, bridge_um: float = 0.0) -> dict[str
 
     out: dict[str, list[tuple[str, np.ndarray]]] = {}
     if split == "dev":
+        spacings = {c.name: c.spacing for c in get_dataset("diadem").cases("dev")}  # once, not per map
         runs = ROOT / "checkpoints" / "runs" / "segment" / "unet3d"
         for root in CV_SEED_ROOTS:
             for path in sorted((runs / root).glob("f*_256/oof_probs/OP_*.npy")):
                 probs = np.load(path).astype(np.float32)
-                spacing = next(c.spacing for c in get_dataset("diadem").cases("dev") if c.name == path.stem)
+                spacing = spacings[path.stem]
                 mask = postprocess_mask(probs, PostProcess(threshold, 0, 1, bridge_um), spacing)
                 out.setdefault(path.stem, []).append((str(path.relative_to(ROOT)), mask))
         if not out:
