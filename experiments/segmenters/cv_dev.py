@@ -51,7 +51,6 @@ KEEP = (0, 1)
 BRIDGE = (0.0,)  # gap bridging in um (models.gap_bridging); the sixth round scores 0, 3, 6
 HERE = Path(__file__).resolve().parent
 RUN_NAME = re.compile(r"f(?P<fold>\d+)_(?P<steps>\d+)$")
-TIE_F1 = 0.01
 SPEED_BUDGET_S = 30.0  # issue 5: sliding-window inference of the CPU U-Net on 256^3 under 30 s on 2 cores
 BENCH = HERE / "bench_segmentation.json"
 SINGLE_BENCH_CASE = "segmentation/sliding_window_unet3d_cpu_256^3_wide"
@@ -262,10 +261,9 @@ def summarise(rows: list[dict], n_cases: int, seconds_of: Callable[[int], float]
     allowed = [s for s in summary if not s["over_budget"]]
     if not allowed:
         raise SystemExit(f"every setting is over the {budget_s} s inference budget")
-    best_f1 = max(s["F1"] for s in allowed)
-    near = [s for s in allowed if s["F1"] >= best_f1 - TIE_F1]
-    chosen = min(near, key=lambda s: (s["SSD"], s["members"], s["bridge_um"] > 0, s["dust_voxels"] > 0,
-                                      s["keep_largest"] > 0, abs(s["threshold"] - 0.5)))
+    from neurorefiner.evaluation.postprocess_grid import choose_setting
+
+    chosen = choose_setting(allowed)
     summary.sort(key=lambda s: (-s["F1"], s["SSD"]))
     return summary, chosen
 
@@ -273,6 +271,7 @@ def summarise(rows: list[dict], n_cases: int, seconds_of: Callable[[int], float]
 def choose(runs: list[Path], out: Path, thresholds: tuple[float, ...] = THRESHOLDS,
            budget_s: float | None = SPEED_BUDGET_S, bench: Path = BENCH, dust: tuple[int, ...] = DUST,
            keep: tuple[int, ...] = KEEP, bridge: tuple[float, ...] = BRIDGE) -> None:
+    from neurorefiner.evaluation.postprocess_grid import TIE_F1
     from neurorefiner.io.atomic import atomic_path, write_text_atomic
 
     held = sorted({c for r in runs for c in FOLDS[parse_run(r)[0]]})

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Issue 5: the CPU 3D U-Net on SYNTHETIC presets (generated stand-ins, never BigNeuron/CWMBS/ZBFWB results).
+# Issue 5: the baseline segmenters on SYNTHETIC presets (generated stand-ins, never BigNeuron/CWMBS/ZBFWB results).
 #
 #   STEP=train PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh
 #   STEP=choose PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh  # val split picks
 #   STEP=eval  PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh
 #   STEP=floor PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh   # after eval
 #   ARCH=nnunet_style STEP=train PRESETS=... bash experiments/segmenters/synthetic_rows.sh     # the other baseline
+#   ARCH=vnet STEP=train PRESETS=... bash experiments/segmenters/synthetic_rows.sh             # any network of conf/model
 #
 # Training: the preset's train split, its val split picks the checkpoint; exact label files (gold labels),
 # percentile normalisation, the default 32x96x96 crops, batch 2, 256 steps (8 epochs x 32), one torch thread.
 # ARCH=nnunet_style: the nnU-Net-style baseline with its CPU patch (16x64x64, as on DIADEM), planned from the
 # preset's voxel spacing; its rows join the same tables (--include keeps the rows already there).
+# The other networks (vnet, unetr, swinunetr, sgsnet_style, gbpnet_style, adtlnet_style; seventh round) train with
+# the U-Net's recipe unchanged: 32x96x96 crops are multiples of 16/32, as UNETR's ViT and SwinUNETR need.
+# eval and floor hold a lock per preset: they read the preset's table, add rows and write it back, so two
+# lanes scoring one preset at once would otherwise drop each other's rows.
 # Post-processing: STEP=choose picks threshold and gap bridging on the preset's val split (keep largest) and
 # records it; without it, eval records the DIADEM U-Net's setting (threshold 0.6, keep largest), as in the third
 # round. --raw adds threshold-only masks (every component, no bridging: what refinement starts from).
@@ -24,10 +29,12 @@ PRESETS=${PRESETS:-"synthetic_cwmbs_weak synthetic_zbfwb"}
 export WANDB_MODE=offline
 ARCH=${ARCH:-unet3d}
 case $ARCH in
-  unet3d) ARCH_ARGS=() ;;
+  unet3d|vnet|unetr|swinunetr|sgsnet_style|gbpnet_style|adtlnet_style) ARCH_ARGS=() ;;
   nnunet_style) ARCH_ARGS=(segmentation.data.patch_size=[16,64,64]) ;;
-  *) echo "ARCH=$ARCH: only unet3d and nnunet_style (the two baselines refinement starts from)" >&2; exit 2 ;;
+  *) echo "ARCH=$ARCH: not a segmenter of conf/model (unet3d vnet unetr swinunetr nnunet_style sgsnet_style" \
+       "gbpnet_style adtlnet_style)" >&2; exit 2 ;;
 esac
+lock_of() { echo "experiments/segmenters/synthetic/.$1.lock"; }  # one table writer per preset (git-ignored)
 ckpt_of() { echo "checkpoints/runs/segment/$ARCH/$1_r3/segmenter.pt"; }
 
 for preset in $PRESETS; do
@@ -48,10 +55,13 @@ record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen on these data: the
 (DIADEM OP_6, experiments/segmenters/postprocess_dev_OP_6_tiebreak.md)')"
     fi
     # --no-naive: the floor comes from STEP=floor (it merges these rows; run it after this step)
-    prev=experiments/segmenters/synthetic/${preset}_test_cases.csv
-    inc=(); [ -f "$prev" ] && inc=(--include "$prev")  # the rows already there (other network, floor)
-    $PY experiments/segmenters/rows.py --dataset "$preset" --split test --segmenter "$ARCH=$ck" --raw --no-naive \
-      --threads 1 --out experiments/segmenters/synthetic "${inc[@]}"
+    (
+      flock 9
+      prev=experiments/segmenters/synthetic/${preset}_test_cases.csv
+      inc=(); [ -f "$prev" ] && inc=(--include "$prev")  # the rows already there (other network, floor)
+      $PY experiments/segmenters/rows.py --dataset "$preset" --split test --segmenter "$ARCH=$ck" --raw \
+        --no-naive --threads 1 --out experiments/segmenters/synthetic "${inc[@]}"
+    ) 9>"$(lock_of "$preset")"
     $PY -c "from neurorefiner.models.segmentation_training import provenance_markdown as p; \
 print(p('$ck', 'ARCH=$ARCH STEP=train PRESETS=$preset bash experiments/segmenters/synthetic_rows.sh', \
 '$ARCH on $preset (SYNTHETIC), 256 steps'))" > "experiments/segmenters/synthetic/${preset}_${ARCH}_card.md" ;;
@@ -59,8 +69,11 @@ print(p('$ck', 'ARCH=$ARCH STEP=train PRESETS=$preset bash experiments/segmenter
     # ~2.5 min (256^3) / ~4 min (128x512x512) per volume on one thread: the Otsu mask is a noise sponge of
     # ~40% of the volume (see neurorefiner/models/segmenters/naive.py on fix_branching)
     out=experiments/segmenters/synthetic
-    OMP_NUM_THREADS=1 $PY experiments/segmenters/rows.py --dataset "$preset" --split test --threads 1 \
-      --include "$out/${preset}_test_cases.csv" --out "$out" ;;
+    (
+      flock 9
+      OMP_NUM_THREADS=1 $PY experiments/segmenters/rows.py --dataset "$preset" --split test --threads 1 \
+        --include "$out/${preset}_test_cases.csv" --out "$out"
+    ) 9>"$(lock_of "$preset")" ;;
   *) echo "unknown STEP=$STEP" >&2; exit 2 ;;
   esac
 done

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from neurorefiner.metrics import score_mask
 from neurorefiner.models.inference import PostProcess, postprocess_mask
 
 SCORE_KEYS = ("PRE", "REC", "F1", "SD", "SSD")
+TIE_F1 = 0.01  # settings this close to the best mean F1 are told apart by SSD, then by simplicity
 
 
 def settings_grid(thresholds: Iterable[float], dust: Iterable[int], keep: Iterable[int],
@@ -34,3 +35,23 @@ def score_settings(probs: np.ndarray, gold, spacing, settings: Iterable[PostProc
             s = score_mask(gold, mask, spacing)
             scored[key] = {k: float(s[k]) for k in SCORE_KEYS}
         yield post, scored[key]
+
+
+def simplicity(setting: Mapping) -> tuple:
+    """Order of preference between settings that trace equally well: fewer networks averaged, no gap bridging,
+    no dust removal, no component filter, then the threshold nearest 0.5. Keys a summary lacks count as the
+    simple choice, so a grid that never varies them is ordered by the rest."""
+    return (setting.get("members", 1), setting.get("bridge_um", 0) > 0, setting.get("dust_voxels", 0) > 0,
+            setting.get("keep_largest", 0) > 0, abs(setting["threshold"] - 0.5))
+
+
+def choose_setting(summary: Sequence[Mapping], tie_f1: float = TIE_F1) -> Mapping:
+    """The post-processing rule every chooser uses (DIADEM cv_dev.py, the synthetic presets' val splits), so
+    the tables compare settings picked one way: the highest mean F1; settings within ``tie_f1`` of it go to the
+    lower mean SSD, then to the simpler setting (``simplicity``). ``summary``: per-setting means with
+    ``F1``, ``SSD``, ``threshold`` and any of ``members``, ``bridge_um``, ``dust_voxels``, ``keep_largest``."""
+    if not summary:
+        raise ValueError("no setting to choose from")
+    best = max(s["F1"] for s in summary)
+    near = [s for s in summary if s["F1"] >= best - tie_f1]
+    return min(near, key=lambda s: (s["SSD"], *simplicity(s)))

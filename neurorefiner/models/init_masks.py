@@ -70,10 +70,12 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
                      dataset_kwargs: dict[str, Any] | None = None, overlap: float = 0.25,
                      threshold: float | None = None, device: str = "cpu", progress: bool = True,
                      only: Sequence[str] | None = None, post: Any = None,
-                     window: Sequence[int] | None = None, cache_probs: bool = False) -> list[Path]:
+                     window: Sequence[int] | None = None, cache_probs: bool = False,
+                     overrides: dict[str, Any] | None = None) -> list[Path]:
     """Write (or reuse) M_init for every case of ``dataset``/``split`` (or the cases named in ``only``);
     returns the mask paths in case order. ``post`` (a ``PostProcess``; None: the one recorded in the
-    checkpoint but keeping every component, ``threshold`` overriding its threshold) and ``window``
+    checkpoint but keeping every component; ``threshold`` and ``overrides``, PostProcess fields such as
+    ``{"keep_largest": 1}``, replace its fields) and ``window``
     (None: wide windows) apply to learned segmenters. ``cache_probs``: keep each probability map under
     :func:`probs_cache_dir` (float32 .npy) and reuse it, e.g. for a second post-processing of the same cases.
 
@@ -108,6 +110,7 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
         seg = load_segmenter(ckpt, expected_arch=segmenter)
         # refinement starts from the breaks and fragments: no component filter, no gap bridging
         post = post or dataclasses.replace(recorded_postprocess(seg), keep_largest=0, bridge_um=0.0)
+        post = dataclasses.replace(post, **(overrides or {}))
         if threshold is not None:
             post = dataclasses.replace(post, threshold=float(threshold))
         post_d = post.as_dict()
@@ -180,14 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         torch.set_num_threads(a.threads)
     try:
-        post = None
-        if a.segmenter != NAIVE and (a.dust is not None or a.keep_largest is not None or a.bridge_um is not None):
-            from neurorefiner.models.inference import PostProcess, load_segmenter, recorded_postprocess
-
-            d = recorded_postprocess(load_segmenter(a.model or shipped_checkpoint(a.segmenter, a.dataset)))
-            post = PostProcess(d.threshold, d.dust_voxels if a.dust is None else a.dust,
-                               0 if a.keep_largest is None else a.keep_largest,
-                               0.0 if a.bridge_um is None else a.bridge_um)
+        # the checkpoint's recorded setting, with these fields replaced (read when the checkpoint is loaded)
+        overrides = {k: v for k, v in (("dust_voxels", a.dust), ("keep_largest", a.keep_largest),
+                                       ("bridge_um", a.bridge_um)) if v is not None}
         try:
             window = [int(w) for w in a.window.split(",")] if a.window else None
         except ValueError:
@@ -195,8 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if window is not None and (len(window) != 3 or min(window) < 1):
             raise InputError(f"--window must be three positive ints z,y,x, got {a.window!r}")
         paths = write_init_masks(a.dataset, a.segmenter, a.model, a.split, a.out, a.overwrite,
-                                 overlap=a.overlap, threshold=a.threshold, device=a.device, post=post,
-                                 window=window)
+                                 overlap=a.overlap, threshold=a.threshold, device=a.device, window=window,
+                                 overrides=overrides)
     except InputError as exc:
         print(f"error: {exc}")
         return 2

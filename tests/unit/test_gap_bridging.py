@@ -125,3 +125,22 @@ def test_init_masks_leave_breaks_for_refinement(tmp_path, monkeypatch):
     init_masks.write_init_masks("tiny", "unet3d", export, "test", out, progress=False)
     assert json.loads((out / "manifest.json").read_text())["postprocess"] == {
         "threshold": 0.6, "dust_voxels": 0, "keep_largest": 0}
+
+
+def test_init_masks_cli_overrides_read_the_checkpoint_once(tmp_path, monkeypatch):
+    """--keep-largest/--bridge-um replace fields of the recorded setting; the checkpoint is loaded once (it was
+    loaded a second time just to read that setting)."""
+    from neurorefiner.models import inference, init_masks
+
+    torch.manual_seed(0)
+    export = _tiny_export(tmp_path, monkeypatch, n_test=1)
+    record_postprocess(export, PostProcess(0.6, 7, 0), chosen_on="test")
+    loads = []
+    real = inference.load_segmenter
+    monkeypatch.setattr(inference, "load_segmenter", lambda *a, **k: loads.append(1) or real(*a, **k))
+    out = tmp_path / "m"
+    assert init_masks.main(["--dataset", "tiny", "--model", str(export), "--out", str(out), "--keep-largest", "1",
+                            "--bridge-um", "3"]) == 0
+    assert len(loads) == 1
+    assert json.loads((out / "manifest.json").read_text())["postprocess"] == {
+        "threshold": 0.6, "dust_voxels": 7, "keep_largest": 1, "bridge_um": 3.0}

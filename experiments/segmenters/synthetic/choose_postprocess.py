@@ -24,14 +24,6 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)
 BRIDGE = (0.0, 3.0)
-TIE_F1 = 0.01
-
-
-def choose(summary: list[dict]) -> dict:
-    """The rule in the module docstring, over per-setting means."""
-    best = max(s["F1"] for s in summary)
-    near = [s for s in summary if s["F1"] >= best - TIE_F1]
-    return min(near, key=lambda s: (s["SSD"], s["bridge_um"] > 0, abs(s["threshold"] - 0.5)))
 
 
 def summarise(rows: list[dict]) -> list[dict]:
@@ -49,7 +41,7 @@ def main() -> None:
     import torch
 
     from neurorefiner.data import get_dataset
-    from neurorefiner.evaluation.postprocess_grid import score_settings, settings_grid
+    from neurorefiner.evaluation.postprocess_grid import TIE_F1, choose_setting, score_settings, settings_grid
     from neurorefiner.io.atomic import atomic_path, write_text_atomic
     from neurorefiner.models.inference import PostProcess, load_segmenter, record_postprocess, segment_array
 
@@ -78,7 +70,7 @@ def main() -> None:
         print(f"{case.name}: max probability {probs.max():.2f}; best F1 {best['F1']:.3f} at threshold "
               f"{best['threshold']}, bridging {best['bridge_um']:g} um")
     summary = summarise(rows)
-    chosen = choose(summary)
+    chosen = choose_setting(summary)
     stem = HERE / f"{a.dataset}_{a.arch}_postprocess_val"
     with atomic_path(stem.with_suffix(".csv")) as tmp, open(tmp, "w", newline="") as fh:
         w = csv.DictWriter(fh, list(rows[0]))
