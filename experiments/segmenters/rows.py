@@ -84,13 +84,10 @@ def main() -> None:
         paths = write_init_masks(a.dataset, arch, ckpt or None, a.split, only=a.cases, post=post,
                                  out_dir=mask_dir(a.dataset, f"{folder}_postprocessed"), cache_probs=True)
         p = post.as_dict()
-        label = (f"{name} (threshold {p['threshold']}, "
-                 + (f"gaps bridged up to {p['bridge_um']:g} um, " if p.get("bridge_um") else "")
-                 + f"dust {p['dust_voxels']}, keep largest {p['keep_largest'] or 'all'})")
-        masks[label] = dict(zip(names, paths, strict=True))
+        masks[own_label(name, p)] = dict(zip(names, paths, strict=True))
         if a.raw:
             # the masks refinement starts from (init_masks' default: every component kept, no bridging)
-            masks[f"{name} (threshold {p['threshold']} only, no component filter)"] = dict(zip(
+            masks[raw_label(name, p)] = dict(zip(
                 names, write_init_masks(a.dataset, arch, ckpt or None, a.split, only=a.cases, cache_probs=True,
                                         out_dir=mask_dir(a.dataset, folder)), strict=True))
     rows = []
@@ -170,6 +167,19 @@ def plot_rows(rows: list[dict], path: Path, title: str) -> Path:
         fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return path
+
+
+def own_label(name: str, post: dict) -> str:
+    """The table label of a segmenter's own row: its recorded post-processing (``PostProcess.as_dict()``).
+    summary.py finds rows by this label, so it is built in one place."""
+    return (f"{name} (threshold {post['threshold']}, "
+            + (f"gaps bridged up to {post['bridge_um']:g} um, " if post.get("bridge_um") else "")
+            + f"dust {post['dust_voxels']}, keep largest {post['keep_largest'] or 'all'})")
+
+
+def raw_label(name: str, post: dict) -> str:
+    """The label of the threshold-only masks (``--raw``; what refinement starts from)."""
+    return f"{name} (threshold {post['threshold']} only, no component filter)"
 
 
 def first_of_each(rows: list[dict]) -> list[dict]:

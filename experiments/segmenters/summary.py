@@ -1,0 +1,192 @@
+"""Issue 5's "per segmenter and dataset" table: every baseline segmenter's own test row (the post-processing its
+checkpoint records) on DIADEM and on each SYNTHETIC preset, beside the naive floor, with the Betti-0 excess of
+its threshold-only masks (what refinement starts from) and the training wall time from its card.
+
+Nothing is computed here but means: the per-case rows come from the tables rows.py wrote (DIADEM:
+diadem_test_all_cases.csv; presets: synthetic/<preset>_test_cases.csv), the post-processing, steps and wall
+time from each network's card (the file the training command wrote beside its rows). A card whose recorded
+post-processing has no row in its table is an error, not a silent gap: the table is stale.
+
+    .venv/bin/python experiments/segmenters/summary.py      # -> summary.md, summary.csv, summary.png
+
+Wall times are those of the one-thread `fit` calls as they ran, often beside another training on the two
+cores; they say more about the load than about the networks (seconds per step of each network alone:
+step_times.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import importlib.util
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+ARCHS = ("unet3d", "nnunet_style", "vnet", "unetr", "swinunetr", "sgsnet_style", "gbpnet_style", "adtlnet_style")
+FLOORS = ("naive floor: Otsu+TEASAR, largest component", "naive floor: Otsu+TEASAR, every component")
+PRESETS = ("synthetic_cwmbs_weak", "synthetic_cwmbs_noise", "synthetic_bigneuron", "synthetic_zbfwb")
+METRICS = ("PRE", "REC", "F1", "SD", "SSD", "MES")
+
+_spec = importlib.util.spec_from_file_location("segmenter_rows", HERE / "rows.py")
+rows_mod = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(rows_mod)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one dataset's rows and cards are."""
+
+    dataset: str
+    title: str
+    cases_csv: Path
+    cards: dict[str, Path]  # arch -> card
+
+
+def default_sources(root: Path = ROOT) -> list[Source]:
+    seg = root / "experiments" / "segmenters"
+    diadem_cards = {a: seg / "round3" / a / "card.md" for a in ARCHS}
+    diadem_cards["unet3d"] = root / "checkpoints" / "segmenters" / "unet3d_diadem_cpu.md"  # the shipped one
+    out = [Source("diadem", "DIADEM test, OP_7-OP_9 (real data)", seg / "diadem_test_all_cases.csv", diadem_cards)]
+    for preset in PRESETS:
+        out.append(Source(preset, f"{preset} test (SYNTHETIC data)", seg / "synthetic" / f"{preset}_test_cases.csv",
+                          {a: seg / "synthetic" / f"{preset}_{a}_card.md" for a in ARCHS}))
+    return out
+
+
+def read_card(path: Path) -> dict:
+    """Recorded post-processing, steps and `fit` wall time of a training card (provenance_markdown's format)."""
+    from neurorefiner.errors import InputError
+
+    text = path.read_text()
+    post = re.search(r"post-processing recorded for inference: (\{[^}]*\})", text)
+    if not post:
+        raise InputError("no recorded post-processing in this card", path)
+    steps = re.search(r"steps: (\d+) optimiser steps", text)
+    wall = re.search(r"wall time of the last `fit` call: (\d+) s on CPU(?:, torch threads: |\s*\()(\d+)", text)
+    return {"post": ast.literal_eval(post.group(1)), "steps": int(steps.group(1)) if steps else None,
+            "wall_s": int(wall.group(1)) if wall else None, "threads": int(wall.group(2)) if wall else None}
+
+
+def _means(rows: list[dict], method: str) -> dict | None:
+    rs = [r for r in rows if r["method"] == method]
+    if not rs:
+        return None
+    return {"cases": len(rs), **{m: float(np.mean([r[m] for r in rs])) for m in (*METRICS, "b0_excess")}}
+
+
+def summarise(source: Source) -> list[dict]:
+    """The floor rows, then one row per segmenter that has a card, in ARCHS order."""
+    from neurorefiner.errors import InputError
+
+    rows = rows_mod.read_rows(source.cases_csv)
+    out = []
+    for floor in FLOORS:
+        m = _means(rows, floor)
+        if m:
+            out.append({"dataset": source.dataset, "segmenter": floor, "post": "", **m, "b0_excess_raw": None,
+                        "steps": None, "wall_s": None})
+    for arch, card_path in source.cards.items():
+        if not card_path.exists():
+            continue
+        card = read_card(card_path)
+        own = _means(rows, rows_mod.own_label(arch, card["post"]) + " -> APP2")
+        if own is None:
+            raise InputError(f"{arch}'s card records {card['post']} but {source.cases_csv.name} has no row for it "
+                             f"(re-run its STEP=eval)", card_path)
+        raw = _means(rows, rows_mod.raw_label(arch, card["post"]) + " -> APP2")
+        p = card["post"]
+        post = (f"thr {p['threshold']}" + (f", bridge {p['bridge_um']:g} um" if p.get("bridge_um") else "")
+                + (", largest" if p.get("keep_largest") else ""))
+        out.append({"dataset": source.dataset, "segmenter": arch, "post": post, **own,
+                    "b0_excess_raw": raw["b0_excess"] if raw else None, "steps": card["steps"],
+                    "wall_s": card["wall_s"]})
+    return out
+
+
+def _fmt(v: float | int | None, digits: int = 3) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, int):
+        return str(v)
+    return f"{v:.{digits}f}" if abs(v) < 100 else f"{v:.0f}"
+
+
+def markdown(sources: list[Source], tables: list[list[dict]]) -> str:
+    lines = ["# Every baseline segmenter, per dataset (test splits)", "",
+             "Made by `.venv/bin/python experiments/segmenters/summary.py` from the per-case tables of rows.py and "
+             "the training cards. Each network's row uses the post-processing its checkpoint records (DIADEM: the "
+             "shipped U-Net's cross-validated choice; the other DIADEM networks the U-Net's OP_6 setting, third "
+             "round; synthetic presets: chosen on each preset's val split). Means over test cases; SD/SSD in "
+             "voxels; PRE/REC/F1/MES with tau 4 voxels. b0 excess (raw) = connected components of the "
+             "threshold-only mask (every component, what refinement starts from) minus those of the gold mask. "
+             "Train s = wall time of the one-thread `fit` call from the card, measured under whatever else ran "
+             "on the two cores (per-step times of each network alone: step_times.md). SYNTHETIC presets are "
+             "generated stand-ins, never BigNeuron/CWMBS/ZBFWB results.", ""]
+    for source, table in zip(sources, tables, strict=True):
+        lines += [f"## {source.title}", "",
+                  "| segmenter | post-processing | PRE | REC | F1 | SD | SSD | MES | b0 excess (raw) | steps | "
+                  "train s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in table:
+            lines.append(f"| {r['segmenter']} | {r['post']} | " + " | ".join(_fmt(r[m]) for m in METRICS)
+                         + f" | {_fmt(r['b0_excess_raw'], 0)} | {_fmt(r['steps'])} | {_fmt(r['wall_s'])} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(sources: list[Source], tables: list[list[dict]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from neurorefiner.io.atomic import atomic_path
+
+    fig, axes = plt.subplots(2, len(sources), figsize=(3.2 * len(sources), 6), squeeze=False)
+    for j, (source, table) in enumerate(zip(sources, tables, strict=True)):
+        names = [r["segmenter"].replace("naive floor: Otsu+TEASAR, ", "floor ") for r in table]
+        for i, metric in enumerate(("F1", "SSD")):
+            ax = axes[i][j]
+            colours = ["0.6" if n.startswith("floor") else "C0" for n in names]
+            ax.barh(range(len(table)), [r[metric] for r in table], color=colours)
+            ax.set_yticks(range(len(table)), names, fontsize=7)
+            ax.invert_yaxis()
+            if metric == "F1":
+                ax.set_xlim(0, 1)
+            ax.set_xlabel(metric + (" (voxels, lower is better)" if metric == "SSD" else " (higher is better)"),
+                          fontsize=8)
+            if i == 0:
+                ax.set_title(source.title.replace(" test", "\ntest"), fontsize=8)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+
+
+def main() -> None:
+    from neurorefiner.io.atomic import atomic_path, write_text_atomic
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, default=HERE)
+    a = p.parse_args()
+    sources = [s for s in default_sources() if s.cases_csv.exists()]
+    tables = [summarise(s) for s in sources]
+    a.out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(a.out / "summary.md", markdown(sources, tables))
+    keys = ["dataset", "segmenter", "post", "cases", *METRICS, "b0_excess", "b0_excess_raw", "steps", "wall_s"]
+    with atomic_path(a.out / "summary.csv") as tmp, open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, keys)
+        w.writeheader()
+        for table in tables:
+            w.writerows({k: r[k] for k in keys} for r in table)
+    plot(sources, tables, a.out / "summary.png")
+    print(markdown(sources, tables))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""experiments/segmenters/summary.py: each network's row is the one its card's recorded post-processing names,
+with the Betti-0 excess of its threshold-only masks; a card whose row is missing is a clear error."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from neurorefiner.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("segmenter_summary", ROOT / "experiments" / "segmenters" / "summary.py")
+sm = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = sm  # its dataclass looks its module up
+spec.loader.exec_module(sm)
+
+CARD = ("# vnet on x (SYNTHETIC), 256 steps\n\n- post-processing recorded for inference: {'threshold': 0.4, "
+        "'dust_voxels': 0, 'keep_largest': 1, 'bridge_um': 3.0}, chosen on x val split\n"
+        "- steps: 256 optimiser steps, 8 epochs\n"
+        "- wall time of the last `fit` call: 650 s on CPU, torch threads: 1\n")
+
+
+def _row(method: str, case: str, f1: float, b0: float = 0.0) -> dict:
+    return {"method": method, "case": case, "SD": 1.0, "SSD": 2.0, "pSSD": 0.1, "PRE": f1, "REC": f1, "F1": f1,
+            "MES": f1, "Dice": 0.5, "clDice": 0.5, "b0_mask": 1.0, "b0_gold": 1.0, "b0_excess": b0, "seconds": 1.0}
+
+
+def _source(tmp_path: Path, rows: list[dict]) -> object:
+    out = tmp_path / "t"
+    sm.rows_mod.write_tables(rows, out, "x_test", "x")
+    (tmp_path / "vnet.md").write_text(CARD)
+    return sm.Source("x", "x test (SYNTHETIC data)", out / "x_test_cases.csv", {"vnet": tmp_path / "vnet.md",
+                                                                                  "unetr": tmp_path / "none.md"})
+
+
+def test_the_recorded_setting_picks_the_row(tmp_path):
+    post = {"threshold": 0.4, "dust_voxels": 0, "keep_largest": 1, "bridge_um": 3.0}
+    own = sm.rows_mod.own_label("vnet", post) + " -> APP2"
+    rows = [_row(sm.FLOORS[0], c, 0.1) for c in "ab"]
+    rows += [_row(own, "a", 0.6), _row(own, "b", 0.8)]
+    rows += [_row("vnet (threshold 0.6, dust 0, keep largest 1) -> APP2", c, 0.0) for c in "ab"]  # another setting
+    rows += [_row(sm.rows_mod.raw_label("vnet", post) + " -> APP2", c, 0.0, b0) for c, b0 in (("a", 10), ("b", 30))]
+    table = sm.summarise(_source(tmp_path, rows))
+    assert [r["segmenter"] for r in table] == [sm.FLOORS[0], "vnet"]  # unetr has no card: no row
+    vnet = table[1]
+    assert vnet["F1"] == pytest.approx(0.7) and vnet["cases"] == 2
+    assert vnet["b0_excess_raw"] == pytest.approx(20.0)
+    assert (vnet["steps"], vnet["wall_s"], vnet["post"]) == (256, 650, "thr 0.4, bridge 3 um, largest")
+    assert "| vnet | thr 0.4, bridge 3 um, largest | 0.700 |" in sm.markdown([_source(tmp_path, rows)], [table])
+
+
+def test_a_card_without_its_row_is_an_error(tmp_path):
+    rows = [_row("vnet (threshold 0.6, dust 0, keep largest 1) -> APP2", "a", 0.5)]
+    with pytest.raises(InputError, match="no row for it"):
+        sm.summarise(_source(tmp_path, rows))
