@@ -177,7 +177,8 @@ def main() -> None:
     sources = [s for s in default_sources() if s.cases_csv.exists()]
     tables = [summarise(s) for s in sources]
     a.out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(a.out / "summary.md", markdown(sources, tables))
+    text = markdown(sources, tables)
+    write_text_atomic(a.out / "summary.md", text)
     keys = ["dataset", "segmenter", "post", "cases", *METRICS, "b0_excess", "b0_excess_raw", "steps", "wall_s"]
     with atomic_path(a.out / "summary.csv") as tmp, open(tmp, "w", newline="") as fh:
         w = csv.DictWriter(fh, keys)
@@ -185,7 +186,7 @@ def main() -> None:
         for table in tables:
             w.writerows({k: r[k] for k in keys} for r in table)
     plot(sources, tables, a.out / "summary.png")
-    print(markdown(sources, tables))
+    print(text)
 
 
 if __name__ == "__main__":

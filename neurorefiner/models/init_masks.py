@@ -68,14 +68,14 @@ def _sha256(path: Path) -> str:
 def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path | None = None,
                      split: str = "test", out_dir: str | Path | None = None, overwrite: bool = False,
                      dataset_kwargs: dict[str, Any] | None = None, overlap: float = 0.25,
-                     threshold: float | None = None, device: str = "cpu", progress: bool = True,
+                     device: str = "cpu", progress: bool = True,
                      only: Sequence[str] | None = None, post: Any = None,
                      window: Sequence[int] | None = None, cache_probs: bool = False,
                      overrides: dict[str, Any] | None = None) -> list[Path]:
     """Write (or reuse) M_init for every case of ``dataset``/``split`` (or the cases named in ``only``);
     returns the mask paths in case order. ``post`` (a ``PostProcess``; None: the one recorded in the
-    checkpoint but keeping every component; ``threshold`` and ``overrides``, PostProcess fields such as
-    ``{"keep_largest": 1}``, replace its fields) and ``window``
+    checkpoint but keeping every component; ``overrides``, PostProcess fields such as
+    ``{"threshold": 0.7, "keep_largest": 1}``, replace its fields) and ``window``
     (None: wide windows) apply to learned segmenters. ``cache_probs``: keep each probability map under
     :func:`probs_cache_dir` (float32 .npy) and reuse it, e.g. for a second post-processing of the same cases.
 
@@ -111,8 +111,6 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
         # refinement starts from the breaks and fragments: no component filter, no gap bridging
         post = post or dataclasses.replace(recorded_postprocess(seg), keep_largest=0, bridge_um=0.0)
         post = dataclasses.replace(post, **(overrides or {}))
-        if threshold is not None:
-            post = dataclasses.replace(post, threshold=float(threshold))
         post_d = post.as_dict()
     manifest_path = out / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
@@ -184,8 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(a.threads)
     try:
         # the checkpoint's recorded setting, with these fields replaced (read when the checkpoint is loaded)
-        overrides = {k: v for k, v in (("dust_voxels", a.dust), ("keep_largest", a.keep_largest),
-                                       ("bridge_um", a.bridge_um)) if v is not None}
+        overrides = {k: v for k, v in (("threshold", a.threshold), ("dust_voxels", a.dust),
+                                       ("keep_largest", a.keep_largest), ("bridge_um", a.bridge_um)) if v is not None}
         try:
             window = [int(w) for w in a.window.split(",")] if a.window else None
         except ValueError:
@@ -193,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if window is not None and (len(window) != 3 or min(window) < 1):
             raise InputError(f"--window must be three positive ints z,y,x, got {a.window!r}")
         paths = write_init_masks(a.dataset, a.segmenter, a.model, a.split, a.out, a.overwrite,
-                                 overlap=a.overlap, threshold=a.threshold, device=a.device, window=window,
+                                 overlap=a.overlap, device=a.device, window=window,
                                  overrides=overrides)
     except InputError as exc:
         print(f"error: {exc}")

@@ -144,3 +144,7 @@ def test_init_masks_cli_overrides_read_the_checkpoint_once(tmp_path, monkeypatch
     assert len(loads) == 1
     assert json.loads((out / "manifest.json").read_text())["postprocess"] == {
         "threshold": 0.6, "dust_voxels": 7, "keep_largest": 1, "bridge_um": 3.0}
+    assert init_masks.main(["--dataset", "tiny", "--model", str(export), "--out", str(out), "--threshold",
+                            "0.7"]) == 0
+    assert json.loads((out / "manifest.json").read_text())["postprocess"] == {
+        "threshold": 0.7, "dust_voxels": 7, "keep_largest": 0}
