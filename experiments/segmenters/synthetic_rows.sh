@@ -7,6 +7,7 @@
 #   STEP=floor PRESETS="synthetic_cwmbs_weak" bash experiments/segmenters/synthetic_rows.sh   # after eval
 #   ARCH=nnunet_style STEP=train PRESETS=... bash experiments/segmenters/synthetic_rows.sh     # the other baseline
 #   ARCH=vnet STEP=train PRESETS=... bash experiments/segmenters/synthetic_rows.sh             # any network of conf/model
+#   ARCH=vnet STEP="train choose eval" PRESETS=... bash experiments/segmenters/synthetic_rows.sh  # steps in order, per preset
 #
 # Training: the preset's train split, its val split picks the checkpoint; exact label files (gold labels),
 # percentile normalisation, the default 32x96x96 crops, batch 2, 256 steps (8 epochs x 32), one torch thread.
@@ -24,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
-STEP=${STEP:?STEP=train|choose|eval|floor}
+STEP=${STEP:?STEP=train|choose|eval|floor, or several in order: STEP="train choose eval"}
 PRESETS=${PRESETS:-"synthetic_cwmbs_weak synthetic_zbfwb"}
 export WANDB_MODE=offline
 ARCH=${ARCH:-unet3d}
@@ -36,10 +37,14 @@ case $ARCH in
 esac
 lock_of() { echo "experiments/segmenters/synthetic/.$1.lock"; }  # one table writer per preset (git-ignored)
 ckpt_of() { echo "checkpoints/runs/segment/$ARCH/$1_r3/segmenter.pt"; }
+for step in $STEP; do  # refuse a misspelt step before hours of training run ahead of it
+  case $step in train|choose|eval|floor) ;; *) echo "unknown STEP=$step" >&2; exit 2 ;; esac
+done
 
-for preset in $PRESETS; do
+run_step() {  # run_step PRESET STEP
+  local preset=$1 ck
   ck=$(ckpt_of "$preset")
-  case $STEP in
+  case $2 in
   train)
     $PY train.py task=segment model="$ARCH" dataset="$preset" segmentation.ckpt_dir="$(dirname "$ck")" \
       trainer.max_epochs=8 trainer.check_val_every_n_epoch=2 trainer.enable_progress_bar=false "${ARCH_ARGS[@]}" ;;
@@ -74,6 +79,12 @@ print(p('$ck', 'ARCH=$ARCH STEP=train PRESETS=$preset bash experiments/segmenter
       OMP_NUM_THREADS=1 $PY experiments/segmenters/rows.py --dataset "$preset" --split test --threads 1 \
         --include "$out/${preset}_test_cases.csv" --out "$out"
     ) 9>"$(lock_of "$preset")" ;;
-  *) echo "unknown STEP=$STEP" >&2; exit 2 ;;
   esac
+}
+
+for preset in $PRESETS; do
+  for step in $STEP; do
+    echo "=== $(date -u +%T) $ARCH $preset $step" >&2
+    run_step "$preset" "$step"
+  done
 done

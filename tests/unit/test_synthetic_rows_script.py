@@ -16,8 +16,9 @@ SEGMENTERS = ("unet3d", "vnet", "unetr", "swinunetr", "nnunet_style", "sgsnet_st
               "adtlnet_style")
 
 
-def _run(arch: str, step: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ARCH": arch, "STEP": step, "PRESETS": "synthetic_cwmbs_noise", "PY": "false"}
+def _run(arch: str, step: str, py: str = "false", presets: str = "synthetic_cwmbs_noise"
+         ) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ARCH": arch, "STEP": step, "PRESETS": presets, "PY": py}
     return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -39,3 +40,22 @@ def test_table_writers_hold_the_presets_lock():
     for step in ("eval", "floor"):
         body = re.search(rf"\n  {step}\)\n(.*?);;", text, re.S).group(1)
         assert "flock 9" in body and 'lock_of "$preset"' in body
+
+
+def test_a_misspelt_step_in_a_list_is_refused_before_any_step_runs():
+    done = _run("unet3d", "train no_such_step")  # PY=false: had train run first, it would exit 1
+    assert done.returncode == 2 and "unknown STEP=no_such_step" in done.stderr
+
+
+def test_a_list_of_steps_runs_in_order_per_preset(tmp_path):
+    log = tmp_path / "calls.txt"
+    stub = tmp_path / "py"
+    stub.write_text(f'#!/usr/bin/env bash\necho "$1 $*" >> {log}\n')
+    stub.chmod(0o755)
+    done = _run("vnet", "train choose", py=str(stub), presets="synthetic_cwmbs_weak synthetic_zbfwb")
+    assert done.returncode == 0, done.stderr
+    calls = log.read_text().splitlines()
+    scripts = [c.split()[0] for c in calls]
+    assert scripts == ["train.py", "experiments/segmenters/synthetic/choose_postprocess.py"] * 2
+    assert "dataset=synthetic_cwmbs_weak" in calls[0] and "--dataset synthetic_zbfwb" in calls[3]
+    assert "model=vnet" in calls[0]
