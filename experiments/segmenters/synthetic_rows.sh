@@ -42,7 +42,7 @@ for step in $STEP; do  # refuse a misspelt step before hours of training run ahe
 done
 
 run_step() {  # run_step PRESET STEP
-  local preset=$1 ck
+  local preset=$1 ck out
   ck=$(ckpt_of "$preset")
   case $2 in
   train)

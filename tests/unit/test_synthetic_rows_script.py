@@ -50,7 +50,7 @@ def test_a_misspelt_step_in_a_list_is_refused_before_any_step_runs():
 def test_a_list_of_steps_runs_in_order_per_preset(tmp_path):
     log = tmp_path / "calls.txt"
     stub = tmp_path / "py"
-    stub.write_text(f'#!/usr/bin/env bash\necho "$1 $*" >> {log}\n')
+    stub.write_text(f'#!/usr/bin/env bash\necho "$*" >> {log}\n')
     stub.chmod(0o755)
     done = _run("vnet", "train choose", py=str(stub), presets="synthetic_cwmbs_weak synthetic_zbfwb")
     assert done.returncode == 0, done.stderr
