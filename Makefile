@@ -35,7 +35,7 @@ bench: install ## run the benchmarks (figures and ratios against references meas
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 lint: install ## ruff
-	$(BIN)/ruff check neurorefiner tests bench train.py evaluate.py refine.py
+	$(BIN)/ruff check .  # package, tests, bench, experiments/, entry points; pyproject excludes data/
 
 format: install ## ruff format + import sort
 	$(BIN)/ruff check --fix neurorefiner tests bench train.py evaluate.py refine.py
