@@ -69,8 +69,11 @@ def read_card(path: Path) -> dict:
         raise InputError("no recorded post-processing in this card", path)
     steps = re.search(r"steps: (\d+) optimiser steps", text)
     wall = re.search(r"wall time of the last `fit` call: (\d+) s on CPU(?:, torch threads: |\s*\()(\d+)", text)
+    # a resumed fit's wall time covers only the steps after the restart: the table must not pass it off as the whole
+    resumed = re.search(r"optimiser steps, [^\n]*\(resumed from ", text) is not None
     return {"post": ast.literal_eval(post.group(1)), "steps": int(steps.group(1)) if steps else None,
-            "wall_s": int(wall.group(1)) if wall else None, "threads": int(wall.group(2)) if wall else None}
+            "wall_s": int(wall.group(1)) if wall else None, "threads": int(wall.group(2)) if wall else None,
+            "resumed": resumed}
 
 
 def _means(rows: list[dict], method: str) -> dict | None:
@@ -90,7 +93,7 @@ def summarise(source: Source) -> list[dict]:
         m = _means(rows, floor)
         if m:
             out.append({"dataset": source.dataset, "segmenter": floor, "post": "", **m, "b0_excess_raw": None,
-                        "steps": None, "wall_s": None})
+                        "steps": None, "wall_s": None, "resumed": False})
     for arch, card_path in source.cards.items():
         if not card_path.exists():
             continue
@@ -105,7 +108,7 @@ def summarise(source: Source) -> list[dict]:
                 + (", largest" if p.get("keep_largest") else ""))
         out.append({"dataset": source.dataset, "segmenter": arch, "post": post, **own,
                     "b0_excess_raw": raw["b0_excess"] if raw else None, "steps": card["steps"],
-                    "wall_s": card["wall_s"]})
+                    "wall_s": card["wall_s"], "resumed": card["resumed"]})
     return out
 
 
@@ -126,7 +129,9 @@ def markdown(sources: list[Source], tables: list[list[dict]]) -> str:
              "voxels; PRE/REC/F1/MES with tau 4 voxels. b0 excess (raw) = connected components of the "
              "threshold-only mask (every component, what refinement starts from) minus those of the gold mask. "
              "Train s = wall time of the one-thread `fit` call from the card, measured under whatever else ran "
-             "on the two cores (per-step times of each network alone: step_times.md). SYNTHETIC presets are "
+             "on the two cores (per-step times of each network alone: step_times.md); \"(resumed)\" marks a "
+             "training that was interrupted and resumed, whose card times only the part after the restart. "
+             "SYNTHETIC presets are "
              "generated stand-ins, never BigNeuron/CWMBS/ZBFWB results.", ""]
     for source, table in zip(sources, tables, strict=True):
         lines += [f"## {source.title}", "",
@@ -134,7 +139,8 @@ def markdown(sources: list[Source], tables: list[list[dict]]) -> str:
                   "train s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in table:
             lines.append(f"| {r['segmenter']} | {r['post']} | " + " | ".join(_fmt(r[m]) for m in METRICS)
-                         + f" | {_fmt(r['b0_excess_raw'], 0)} | {_fmt(r['steps'])} | {_fmt(r['wall_s'])} |")
+                         + f" | {_fmt(r['b0_excess_raw'], 0)} | {_fmt(r['steps'])} | {_fmt(r['wall_s'])}"
+                         + (" (resumed)" if r["resumed"] else "") + " |")
         lines.append("")
     return "\n".join(lines)
 
@@ -179,7 +185,8 @@ def main() -> None:
     a.out.mkdir(parents=True, exist_ok=True)
     text = markdown(sources, tables)
     write_text_atomic(a.out / "summary.md", text)
-    keys = ["dataset", "segmenter", "post", "cases", *METRICS, "b0_excess", "b0_excess_raw", "steps", "wall_s"]
+    keys = ["dataset", "segmenter", "post", "cases", *METRICS, "b0_excess", "b0_excess_raw", "steps", "wall_s",
+            "resumed"]
     with atomic_path(a.out / "summary.csv") as tmp, open(tmp, "w", newline="") as fh:
         w = csv.DictWriter(fh, keys)
         w.writeheader()

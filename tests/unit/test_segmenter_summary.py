@@ -56,3 +56,14 @@ def test_a_card_without_its_row_is_an_error(tmp_path):
     rows = [_row("vnet (threshold 0.6, dust 0, keep largest 1) -> APP2", "a", 0.5)]
     with pytest.raises(InputError, match="no row for it"):
         sm.summarise(_source(tmp_path, rows))
+
+
+def test_a_resumed_training_is_marked_not_passed_off_as_the_whole_time(tmp_path):
+    post = {"threshold": 0.4, "dust_voxels": 0, "keep_largest": 1, "bridge_um": 3.0}
+    rows = [_row(sm.rows_mod.own_label("vnet", post) + " -> APP2", "a", 0.6)]
+    source = _source(tmp_path, rows)
+    assert sm.summarise(source)[0]["resumed"] is False
+    (tmp_path / "vnet.md").write_text(CARD.replace("8 epochs\n", "8 epochs (resumed from `last.ckpt`)\n"))
+    table = sm.summarise(source)
+    assert table[0]["resumed"] is True and table[0]["wall_s"] == 650
+    assert "| 256 | 650 (resumed) |" in sm.markdown([source], [table])
