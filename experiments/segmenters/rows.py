@@ -59,7 +59,9 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads for the segmenters")
     p.add_argument("--include", action="append", default=[],
                    help="rows of an earlier run (its *_cases.csv; repeatable) to put in this table, after the "
-                        "naive floor: merges per-segmenter runs without recomputing them")
+                        "naive floor: merges per-segmenter runs without recomputing them; where two hold a row "
+                        "of the same method and case the first given wins. With --no-naive and no --segmenter "
+                        "the run only merges (no volume is loaded)")
     p.add_argument("--stem", default=None, help="output file stem (default <dataset>_<split>[_<cases>])")
     p.add_argument("--plot", action="store_true", help="also <stem>.png: per-case F1 and SSD of every method")
     a = p.parse_args()
@@ -91,7 +93,8 @@ def main() -> None:
                 names, write_init_masks(a.dataset, arch, ckpt or None, a.split, only=a.cases, cache_probs=True,
                                         out_dir=mask_dir(a.dataset, folder)), strict=True))
     rows = []
-    for i in keep:
+    work = keep if masks or not a.no_naive else []  # a pure merge (--include only) loads no volume
+    for i in work:
         case = cases[i]
         image = case.image().load()
         gold = case.gold()

@@ -15,8 +15,8 @@
 # preset's voxel spacing; its rows join the same tables (--include keeps the rows already there).
 # The other networks (vnet, unetr, swinunetr, sgsnet_style, gbpnet_style, adtlnet_style; seventh round) train with
 # the U-Net's recipe unchanged: 32x96x96 crops are multiples of 16/32, as UNETR's ViT and SwinUNETR need.
-# eval and floor hold a lock per preset: they read the preset's table, add rows and write it back, so two
-# lanes scoring one preset at once would otherwise drop each other's rows.
+# eval and floor hold a lock per preset while they read the preset's table, add rows and write it back (two
+# lanes merging at once would otherwise drop each other's rows); eval scores outside the lock (ninth round).
 # Post-processing: STEP=choose picks threshold and gap bridging on the preset's val split (keep largest) and
 # records it; without it, eval records the DIADEM U-Net's setting (threshold 0.6, keep largest), as in the third
 # round. --raw adds threshold-only masks (every component, no bridging: what refinement starts from).
@@ -29,20 +29,32 @@ STEP=${STEP:?STEP=train|choose|eval|floor, or several in order: STEP="train choo
 PRESETS=${PRESETS:-"synthetic_cwmbs_weak synthetic_zbfwb"}
 export WANDB_MODE=offline
 ARCH=${ARCH:-unet3d}
+TABLES=${TABLES:-experiments/segmenters/synthetic}  # where eval/floor write tables and cards
 case $ARCH in
   unet3d|vnet|unetr|swinunetr|sgsnet_style|gbpnet_style|adtlnet_style) ARCH_ARGS=() ;;
   nnunet_style) ARCH_ARGS=(segmentation.data.patch_size=[16,64,64]) ;;
   *) echo "ARCH=$ARCH: not a segmenter of conf/model (unet3d vnet unetr swinunetr nnunet_style sgsnet_style" \
        "gbpnet_style adtlnet_style)" >&2; exit 2 ;;
 esac
-lock_of() { echo "experiments/segmenters/synthetic/.$1.lock"; }  # one table writer per preset (git-ignored)
+lock_of() { echo "$TABLES/.$1.lock"; }  # one table writer per preset (git-ignored)
 ckpt_of() { echo "checkpoints/runs/segment/$ARCH/$1_r3/segmenter.pt"; }
 for step in $STEP; do  # refuse a misspelt step before hours of training run ahead of it
   case $step in train|choose|eval|floor) ;; *) echo "unknown STEP=$step" >&2; exit 2 ;; esac
 done
 
+merge_into_table() {  # merge_into_table PRESET ROWS_CSV
+  # Under the preset's lock: read its table, put ROWS_CSV's rows first (they replace older rows of the same
+  # method and case, e.g. a re-evaluated network's) and write it back.
+  (
+    flock 9
+    inc=(); [ -f "$TABLES/$1_test_cases.csv" ] && inc=(--include "$TABLES/$1_test_cases.csv")
+    $PY experiments/segmenters/rows.py --dataset "$1" --split test --no-naive --include "$2" "${inc[@]}" \
+      --out "$TABLES"
+  ) 9>"$(lock_of "$1")"
+}
+
 run_step() {  # run_step PRESET STEP
-  local preset=$1 ck out
+  local preset=$1 ck scratch card
   ck=$(ckpt_of "$preset")
   case $2 in
   train)
@@ -59,26 +71,27 @@ run_step() {  # run_step PRESET STEP
 record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen on these data: the DIADEM CPU 3D U-Net setting \
 (DIADEM OP_6, experiments/segmenters/postprocess_dev_OP_6_tiebreak.md)')"
     fi
-    # --no-naive: the floor comes from STEP=floor (it merges these rows; run it after this step)
-    (
-      flock 9
-      prev=experiments/segmenters/synthetic/${preset}_test_cases.csv
-      inc=(); [ -f "$prev" ] && inc=(--include "$prev")  # the rows already there (other network, floor)
-      $PY experiments/segmenters/rows.py --dataset "$preset" --split test --segmenter "$ARCH=$ck" --raw \
-        --no-naive --threads 1 --out experiments/segmenters/synthetic "${inc[@]}"
-    ) 9>"$(lock_of "$preset")"
+    # --no-naive: the floor comes from STEP=floor (it merges these rows; run it after this step).
+    # Scoring (segmentation, APP2: most of the step) writes a table of its own outside the lock; only the
+    # merge into the preset's table holds it, so two lanes can score one preset at the same time.
+    scratch=$(mktemp -d "${TMPDIR:-/tmp}/synthetic_rows.XXXXXX")
+    $PY experiments/segmenters/rows.py --dataset "$preset" --split test --segmenter "$ARCH=$ck" --raw \
+      --no-naive --threads 1 --out "$scratch" --stem rows
+    merge_into_table "$preset" "$scratch/rows_cases.csv"
+    rm -rf "$scratch"
+    card="$TABLES/${preset}_${ARCH}_card.md"  # written whole or not at all
     $PY -c "from neurorefiner.models.segmentation_training import provenance_markdown as p; \
 print(p('$ck', 'ARCH=$ARCH STEP=train PRESETS=$preset bash experiments/segmenters/synthetic_rows.sh', \
-'$ARCH on $preset (SYNTHETIC), 256 steps'))" > "experiments/segmenters/synthetic/${preset}_${ARCH}_card.md" ;;
+'$ARCH on $preset (SYNTHETIC), 256 steps'))" > "$card.part"
+    mv "$card.part" "$card" ;;
   floor)
     # ~2.5 min (256^3) / ~4 min (128x512x512) per volume on one thread: the Otsu mask is a noise sponge of
     # ~40% of the volume (see neurorefiner/models/segmenters/naive.py on fix_branching)
-    out=experiments/segmenters/synthetic
-    (
-      flock 9
-      OMP_NUM_THREADS=1 $PY experiments/segmenters/rows.py --dataset "$preset" --split test --threads 1 \
-        --include "$out/${preset}_test_cases.csv" --out "$out"
-    ) 9>"$(lock_of "$preset")" ;;
+    scratch=$(mktemp -d "${TMPDIR:-/tmp}/synthetic_rows.XXXXXX")
+    OMP_NUM_THREADS=1 $PY experiments/segmenters/rows.py --dataset "$preset" --split test --threads 1 \
+      --out "$scratch" --stem rows
+    merge_into_table "$preset" "$scratch/rows_cases.csv"
+    rm -rf "$scratch" ;;
   esac
 }
 

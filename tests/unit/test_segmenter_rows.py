@@ -50,3 +50,34 @@ def test_merged_runs_keep_one_row_per_method_and_case():
     archived = [_row("floor, largest", "OP_7", 0.4), _row("unet3d:r2 -> APP2", "OP_7", 0.6)]
     merged = rows_mod.first_of_each(fresh + archived)
     assert [(r["method"], r["F1"]) for r in merged] == [("floor, largest", 0.5), ("unet3d:r2 -> APP2", 0.6)]
+
+
+def test_a_pure_merge_loads_no_volume_and_the_first_include_wins(tmp_path, monkeypatch):
+    """synthetic_rows.sh merges a scored table into the preset's under a lock: that merge must be quick (no
+    volume loaded, no gold rasterised) and a re-evaluated network's new rows must replace its old ones."""
+    import sys
+
+    class Case:
+        def __init__(self, name: str):
+            self.name, self.info = name, {"synthetic": True}
+
+        def image(self):
+            raise AssertionError("a pure merge loaded a volume")
+
+    class Dataset:
+        def cases(self, split: str) -> list[Case]:
+            return [Case("a"), Case("b")]
+
+    monkeypatch.setattr(rows_mod, "get_dataset", lambda name: Dataset())
+    rows_mod.write_tables([_row("vnet -> APP2", "a", 0.9), _row("vnet -> APP2", "b", 0.7)], tmp_path / "new", "rows",
+                          "new")
+    rows_mod.write_tables([_row("floor", "a", 0.1), _row("vnet -> APP2", "a", 0.2), _row("old", "zz", 0.3)],
+                          tmp_path / "old", "x_test", "old")
+    monkeypatch.setattr(sys, "argv", ["rows.py", "--dataset", "x", "--split", "test", "--no-naive",
+                                      "--include", str(tmp_path / "new" / "rows_cases.csv"),
+                                      "--include", str(tmp_path / "old" / "x_test_cases.csv"),
+                                      "--out", str(tmp_path / "old")])
+    rows_mod.main()
+    merged = rows_mod.read_rows(tmp_path / "old" / "x_test_cases.csv")
+    assert [(r["method"], r["case"], r["F1"]) for r in merged] == [
+        ("vnet -> APP2", "a", 0.9), ("vnet -> APP2", "b", 0.7), ("floor", "a", 0.1)]  # case zz is not in the split

@@ -4,7 +4,6 @@ networks get synthetic rows) and refuses anything else before it starts work."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from pathlib import Path
 
@@ -34,12 +33,39 @@ def test_an_unknown_network_is_refused():
     assert done.returncode == 2 and "ARCH=resnet: not a segmenter" in done.stderr
 
 
-def test_table_writers_hold_the_presets_lock():
-    """eval and floor read the preset's table, add rows and write it back: two lanes at once would drop rows."""
-    text = SCRIPT.read_text()
-    for step in ("eval", "floor"):
-        body = re.search(rf"\n  {step}\)\n(.*?);;", text, re.S).group(1)
-        assert "flock 9" in body and 'lock_of "$preset"' in body
+def _stub(tmp_path: Path, body: str = "") -> tuple[Path, Path]:
+    """A stand-in for the Python interpreter that logs each call's arguments (one line per call)."""
+    log = tmp_path / "calls.txt"
+    stub = tmp_path / "py"
+    stub.write_text(f'#!/usr/bin/env bash\necho "$*" >> {log}\n{body}\n')
+    stub.chmod(0o755)
+    return stub, log
+
+
+@pytest.mark.parametrize("step", ["eval", "floor"])
+def test_scoring_runs_outside_the_lock_and_only_the_merge_holds_it(tmp_path, step):
+    """Two lanes score one preset at once (ninth round: the lock used to cover the whole scoring run, leaving
+    one core idle); the merge into the preset's table still holds the lock, this run's rows first."""
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    lock = tables / ".synthetic_x.lock"
+    probe = (f'flock -n {lock} true 2>/dev/null && echo "lock free" >> {tmp_path}/calls.txt '
+             f'|| echo "lock held" >> {tmp_path}/calls.txt')
+    stub, log = _stub(tmp_path, probe)
+    (tables / "synthetic_x_test_cases.csv").write_text("old rows\n")
+    env = {**os.environ, "ARCH": "vnet", "STEP": step, "PRESETS": "synthetic_x", "PY": str(stub),
+           "TABLES": str(tables)}
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    calls = log.read_text().splitlines()
+    rows_calls = [i for i, c in enumerate(calls) if c.startswith("experiments/segmenters/rows.py")]
+    score, merge = rows_calls
+    assert calls[score + 1] == "lock free" and f"--out {tables}" not in calls[score]
+    scratch = calls[score].split("--out ")[1].split()[0]
+    assert calls[merge + 1] == "lock held"
+    assert f"--include {scratch}/rows_cases.csv --include {tables}/synthetic_x_test_cases.csv" in calls[merge]
+    assert f"--out {tables}" in calls[merge] and "--segmenter" not in calls[merge]
+    assert not Path(scratch).exists()  # the scratch table is removed after the merge
 
 
 def test_a_misspelt_step_in_a_list_is_refused_before_any_step_runs():
@@ -48,10 +74,7 @@ def test_a_misspelt_step_in_a_list_is_refused_before_any_step_runs():
 
 
 def test_a_list_of_steps_runs_in_order_per_preset(tmp_path):
-    log = tmp_path / "calls.txt"
-    stub = tmp_path / "py"
-    stub.write_text(f'#!/usr/bin/env bash\necho "$*" >> {log}\n')
-    stub.chmod(0o755)
+    stub, log = _stub(tmp_path)
     done = _run("vnet", "train choose", py=str(stub), presets="synthetic_cwmbs_weak synthetic_zbfwb")
     assert done.returncode == 0, done.stderr
     calls = log.read_text().splitlines()
