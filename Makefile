@@ -38,7 +38,7 @@ lint: install ## ruff
 	$(BIN)/ruff check .  # package, tests, bench, experiments/, entry points; pyproject excludes data/
 
 format: install ## ruff format + import sort
-	$(BIN)/ruff check --fix neurorefiner tests bench train.py evaluate.py refine.py
+	$(BIN)/ruff check --fix .  # the same tree as lint
 
 clean: ## remove caches (not .venv)
 	rm -rf .pytest_cache .ruff_cache outputs multirun data/cache
