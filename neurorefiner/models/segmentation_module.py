@@ -39,18 +39,26 @@ class SegmentationModule(L.LightningModule):
         normalization: the input normalisation record of the training data
             (``neurorefiner.data.segmentation.normalization_spec``), kept in the checkpoint so that
             inference normalises the same way.
+        foreground_prior: when set (e.g. 0.02), the output bias starts every voxel at this foreground
+            probability instead of ~0.5 (``models.segmenters.output_prior``); None keeps the network's own
+            initialisation (the recipe of every checkpoint shipped before the tenth round).
     """
 
     def __init__(self, net: nn.Module, net_config: dict[str, Any] | None = None,
                  optimizer: Callable[..., torch.optim.Optimizer] | None = None, lr: float = 2e-3,
                  weight_decay: float = 1e-4, warmup_steps: int = 20, patch_size: Sequence[int] = (32, 96, 96),
                  sw_overlap: float = 0.25, sw_mode: str = "gaussian", lambda_dice: float = 1.0,
-                 lambda_ce: float = 1.0, threshold: float = 0.5, normalization: dict[str, Any] | None = None):
+                 lambda_ce: float = 1.0, threshold: float = 0.5, normalization: dict[str, Any] | None = None,
+                 foreground_prior: float | None = None):
         super().__init__()
         from monai.losses import DiceCELoss
 
         self.save_hyperparameters(ignore=["net", "optimizer"])
         self.net = net
+        if foreground_prior is not None:
+            from neurorefiner.models.segmenters.output_prior import init_foreground_prior
+
+            init_foreground_prior(net, foreground_prior, tuple(patch_size))
         self.optimizer_factory = optimizer
         # foreground Dice only: neurites are ~0.03 % of a stack, background Dice would swamp it
         self.loss = DiceCELoss(include_background=False, to_onehot_y=True, softmax=True,
