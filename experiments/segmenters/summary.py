@@ -29,6 +29,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 ARCHS = ("unet3d", "nnunet_style", "vnet", "unetr", "swinunetr", "sgsnet_style", "gbpnet_style", "adtlnet_style")
+VARIANTS = ("prior",)  # synthetic_rows.sh PRIOR=...: rows "<arch>:prior", files "<preset>_<arch>_prior_*"
 FLOORS = ("naive floor: Otsu+TEASAR, largest component", "naive floor: Otsu+TEASAR, every component")
 PRESETS = ("synthetic_cwmbs_weak", "synthetic_cwmbs_noise", "synthetic_bigneuron", "synthetic_zbfwb")
 METRICS = ("PRE", "REC", "F1", "SD", "SSD", "MES")
@@ -45,7 +46,7 @@ class Source:
     dataset: str
     title: str
     cases_csv: Path
-    cards: dict[str, Path]  # arch -> card
+    cards: dict[str, Path]  # arch (or arch:variant) -> card
 
 
 def default_sources(root: Path = ROOT) -> list[Source]:
@@ -55,7 +56,8 @@ def default_sources(root: Path = ROOT) -> list[Source]:
     out = [Source("diadem", "DIADEM test, OP_7-OP_9 (real data)", seg / "diadem_test_all_cases.csv", diadem_cards)]
     for preset in PRESETS:
         out.append(Source(preset, f"{preset} test (SYNTHETIC data)", seg / "synthetic" / f"{preset}_test_cases.csv",
-                          {a: seg / "synthetic" / f"{preset}_{a}_card.md" for a in ARCHS}))
+                          {name: seg / "synthetic" / f"{preset}_{name.replace(':', '_')}_card.md"
+                           for a in ARCHS for name in (a, *(f"{a}:{v}" for v in VARIANTS))}))
     return out
 
 
@@ -84,7 +86,7 @@ def _means(rows: list[dict], method: str) -> dict | None:
 
 
 def summarise(source: Source) -> list[dict]:
-    """The floor rows, then one row per segmenter that has a card, in ARCHS order."""
+    """The floor rows, then one row per segmenter that has a card, in ARCHS order (a variant after its network)."""
     from neurorefiner.errors import InputError
 
     rows = rows_mod.read_rows(source.cases_csv)

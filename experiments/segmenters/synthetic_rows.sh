@@ -8,6 +8,7 @@
 #   ARCH=nnunet_style STEP=train PRESETS=... bash experiments/segmenters/synthetic_rows.sh     # the other baseline
 #   ARCH=vnet STEP=train PRESETS=... bash experiments/segmenters/synthetic_rows.sh             # any network of conf/model
 #   ARCH=vnet STEP="train choose eval" PRESETS=... bash experiments/segmenters/synthetic_rows.sh  # steps in order, per preset
+#   PRIOR=0.02 ARCH=gbpnet_style STEP="train choose eval" PRESETS=... bash ...  # the foreground-prior variant
 #
 # Training: the preset's train split, its val split picks the checkpoint; exact label files (gold labels),
 # percentile normalisation, the default 32x96x96 crops, batch 2, 256 steps (8 epochs x 32), one torch thread.
@@ -29,6 +30,7 @@ STEP=${STEP:?STEP=train|choose|eval|floor, or several in order: STEP="train choo
 PRESETS=${PRESETS:-"synthetic_cwmbs_weak synthetic_zbfwb"}
 export WANDB_MODE=offline
 ARCH=${ARCH:-unet3d}
+PRIOR=${PRIOR:-}  # set: train with segmentation.module.foreground_prior=$PRIOR (tenth round), a variant of its own
 TABLES=${TABLES:-experiments/segmenters/synthetic}  # where eval/floor write tables and cards
 case $ARCH in
   unet3d|vnet|unetr|swinunetr|sgsnet_style|gbpnet_style|adtlnet_style) ARCH_ARGS=() ;;
@@ -36,8 +38,15 @@ case $ARCH in
   *) echo "ARCH=$ARCH: not a segmenter of conf/model (unet3d vnet unetr swinunetr nnunet_style sgsnet_style" \
        "gbpnet_style adtlnet_style)" >&2; exit 2 ;;
 esac
+# A variant keeps its own checkpoint, val choice, card and table rows beside the plain network's:
+# NAME labels its rows (rows.py's arch:variant), FILE names its files.
+NAME=$ARCH FILE=$ARCH RUN_SUFFIX=""
+if [ -n "$PRIOR" ]; then
+  ARCH_ARGS+=(segmentation.module.foreground_prior="$PRIOR")
+  NAME="$ARCH:prior" FILE="${ARCH}_prior" RUN_SUFFIX="_prior"
+fi
 lock_of() { echo "$TABLES/.$1.lock"; }  # one table writer per preset (git-ignored)
-ckpt_of() { echo "checkpoints/runs/segment/$ARCH/$1_r3/segmenter.pt"; }
+ckpt_of() { echo "checkpoints/runs/segment/$ARCH/$1_r3$RUN_SUFFIX/segmenter.pt"; }
 for step in $STEP; do  # refuse a misspelt step before hours of training run ahead of it
   case $step in train|choose|eval|floor) ;; *) echo "unknown STEP=$step" >&2; exit 2 ;; esac
 done
@@ -59,13 +68,14 @@ run_step() {  # run_step PRESET STEP
   case $2 in
   train)
     $PY train.py task=segment model="$ARCH" dataset="$preset" segmentation.ckpt_dir="$(dirname "$ck")" \
-      trainer.max_epochs=8 trainer.check_val_every_n_epoch=2 trainer.enable_progress_bar=false "${ARCH_ARGS[@]}" ;;
+      trainer.max_epochs=8 trainer.check_val_every_n_epoch=2 trainer.enable_progress_bar=false \
+      "${ARCH_ARGS[@]}" ;;
   choose)
     # threshold x gap bridging on the preset's val split, recorded in the checkpoint (sixth round)
-    $PY experiments/segmenters/synthetic/choose_postprocess.py --dataset "$preset" --arch "$ARCH" --model "$ck" \
-      --record ;;
+    $PY experiments/segmenters/synthetic/choose_postprocess.py --dataset "$preset" --arch "$ARCH" --name "$FILE" \
+      --model "$ck" --record ;;
   eval)
-    if [ ! -f "experiments/segmenters/synthetic/${preset}_${ARCH}_postprocess_val.json" ]; then
+    if [ ! -f "experiments/segmenters/synthetic/${preset}_${FILE}_postprocess_val.json" ]; then
       # no STEP=choose yet: the third round's stand-in, the DIADEM U-Net's setting
       $PY -c "from neurorefiner.models.inference import PostProcess, record_postprocess; \
 record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen on these data: the DIADEM CPU 3D U-Net setting \
@@ -75,14 +85,14 @@ record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen on these data: the
     # Scoring (segmentation, APP2: most of the step) writes a table of its own outside the lock; only the
     # merge into the preset's table holds it, so two lanes can score one preset at the same time.
     scratch=$(mktemp -d "${TMPDIR:-/tmp}/synthetic_rows.XXXXXX")
-    $PY experiments/segmenters/rows.py --dataset "$preset" --split test --segmenter "$ARCH=$ck" --raw \
+    $PY experiments/segmenters/rows.py --dataset "$preset" --split test --segmenter "$NAME=$ck" --raw \
       --no-naive --threads 1 --out "$scratch" --stem rows
     merge_into_table "$preset" "$scratch/rows_cases.csv"
     rm -rf "$scratch"
-    card="$TABLES/${preset}_${ARCH}_card.md"  # written whole or not at all
+    card="$TABLES/${preset}_${FILE}_card.md"  # written whole or not at all
     $PY -c "from neurorefiner.models.segmentation_training import provenance_markdown as p; \
-print(p('$ck', 'ARCH=$ARCH STEP=train PRESETS=$preset bash experiments/segmenters/synthetic_rows.sh', \
-'$ARCH on $preset (SYNTHETIC), 256 steps'))" > "$card.part"
+print(p('$ck', '${PRIOR:+PRIOR=$PRIOR }ARCH=$ARCH STEP=train PRESETS=$preset bash experiments/segmenters/synthetic_rows.sh', \
+'$NAME on $preset (SYNTHETIC), 256 steps'))" > "$card.part"
     mv "$card.part" "$card" ;;
   floor)
     # ~2.5 min (256^3) / ~4 min (128x512x512) per volume on one thread: the Otsu mask is a noise sponge of

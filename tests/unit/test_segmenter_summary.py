@@ -67,3 +67,24 @@ def test_a_resumed_training_is_marked_not_passed_off_as_the_whole_time(tmp_path)
     table = sm.summarise(source)
     assert table[0]["resumed"] is True and table[0]["wall_s"] == 650
     assert "| 256 | 650 (resumed) |" in sm.markdown([source], [table])
+
+
+def test_a_prior_variant_gets_its_own_row_after_its_network(tmp_path):
+    """Tenth round: synthetic_rows.sh PRIOR=... writes <preset>_<arch>_prior_card.md and rows labelled
+    <arch>:prior; the default sources list that card right after the plain network's."""
+    sources = {s.dataset: s for s in sm.default_sources(tmp_path)}
+    names = list(sources["synthetic_cwmbs_weak"].cards)
+    assert names.index("gbpnet_style:prior") == names.index("gbpnet_style") + 1
+    assert sources["synthetic_cwmbs_weak"].cards["gbpnet_style:prior"].name == \
+        "synthetic_cwmbs_weak_gbpnet_style_prior_card.md"
+    post = {"threshold": 0.4, "dust_voxels": 0, "keep_largest": 1, "bridge_um": 3.0}
+    rows = [_row(sm.rows_mod.own_label("vnet", post) + " -> APP2", "a", 0.2),
+            _row(sm.rows_mod.own_label("vnet:prior", post) + " -> APP2", "a", 0.6)]
+    out = tmp_path / "t"
+    sm.rows_mod.write_tables(rows, out, "x_test", "x")
+    (tmp_path / "vnet.md").write_text(CARD)
+    (tmp_path / "vnet_prior.md").write_text(CARD)
+    source = sm.Source("x", "x", out / "x_test_cases.csv", {"vnet": tmp_path / "vnet.md",
+                                                             "vnet:prior": tmp_path / "vnet_prior.md"})
+    table = sm.summarise(source)
+    assert [(r["segmenter"], r["F1"]) for r in table] == [("vnet", 0.2), ("vnet:prior", 0.6)]

@@ -82,3 +82,36 @@ def test_a_list_of_steps_runs_in_order_per_preset(tmp_path):
     assert scripts == ["train.py", "experiments/segmenters/synthetic/choose_postprocess.py"] * 2
     assert "dataset=synthetic_cwmbs_weak" in calls[0] and "--dataset synthetic_zbfwb" in calls[3]
     assert "model=vnet" in calls[0]
+
+
+def test_the_prior_variant_trains_with_the_prior_and_keeps_its_own_files(tmp_path):
+    """PRIOR=0.02 (tenth round): the foreground-prior run must neither overwrite the plain network's checkpoint,
+    val choice and card nor merge its rows under the plain network's label."""
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    stub, log = _stub(tmp_path)
+    env = {**os.environ, "ARCH": "gbpnet_style", "PRIOR": "0.02", "STEP": "train choose eval",
+           "PRESETS": "synthetic_x", "PY": str(stub), "TABLES": str(tables)}
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    calls = log.read_text().splitlines()
+    ck = "checkpoints/runs/segment/gbpnet_style/synthetic_x_r3_prior/segmenter.pt"
+    train = next(c for c in calls if c.startswith("train.py"))
+    assert "model=gbpnet_style" in train and "segmentation.module.foreground_prior=0.02" in train
+    assert f"segmentation.ckpt_dir={Path(ck).parent}" in train
+    choose = next(c for c in calls if "choose_postprocess.py" in c)
+    assert "--arch gbpnet_style --name gbpnet_style_prior" in choose and f"--model {ck}" in choose
+    score = next(c for c in calls if c.startswith("experiments/segmenters/rows.py") and "--segmenter" in c)
+    assert f"--segmenter gbpnet_style:prior={ck}" in score
+    card = tables / "synthetic_x_gbpnet_style_prior_card.md"
+    assert card.exists() and not (tables / "synthetic_x_gbpnet_style_card.md").exists()
+
+
+def test_without_prior_the_files_keep_their_old_names(tmp_path):
+    stub, log = _stub(tmp_path)
+    done = _run("gbpnet_style", "train choose", py=str(stub), presets="synthetic_x")
+    assert done.returncode == 0, done.stderr
+    calls = log.read_text().splitlines()
+    assert "foreground_prior" not in calls[0]
+    assert "segmentation.ckpt_dir=checkpoints/runs/segment/gbpnet_style/synthetic_x_r3 " in calls[0] + " "
+    assert "--name gbpnet_style " in calls[1] + " "

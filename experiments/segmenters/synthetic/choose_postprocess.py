@@ -47,7 +47,8 @@ def main() -> None:
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", required=True, help="a synthetic preset (its val split is used)")
-    p.add_argument("--arch", required=True)
+    p.add_argument("--arch", required=True, help="the network the checkpoint must hold")
+    p.add_argument("--name", help="names the output files (default: --arch); a variant's, e.g. unet3d_prior")
     p.add_argument("--model", required=True, type=Path)
     p.add_argument("--thresholds", nargs="+", type=float, default=list(THRESHOLDS))
     p.add_argument("--bridge", nargs="+", type=float, default=list(BRIDGE))
@@ -71,12 +72,12 @@ def main() -> None:
               f"{best['threshold']}, bridging {best['bridge_um']:g} um")
     summary = summarise(rows)
     chosen = choose_setting(summary)
-    stem = HERE / f"{a.dataset}_{a.arch}_postprocess_val"
+    stem = HERE / f"{a.dataset}_{a.name or a.arch}_postprocess_val"
     with atomic_path(stem.with_suffix(".csv")) as tmp, open(tmp, "w", newline="") as fh:
         w = csv.DictWriter(fh, list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    lines = [f"# {a.arch} on {a.dataset} (SYNTHETIC): post-processing chosen on the val split", "",
+    lines = [f"# {a.name or a.arch} on {a.dataset} (SYNTHETIC): post-processing chosen on the val split", "",
              f"Model `{a.model}`; {len(cases)} val volumes; mask -> APP2 -> PRE/REC/F1 (tau 4 voxels), SD/SSD in "
              "voxels, means over the volumes; keep the largest component, no dust removal. Rule: the highest mean "
              f"F1; within {TIE_F1} the lower mean SSD, then no bridging, then the threshold nearest 0.5. The test "
