@@ -62,8 +62,24 @@ merge_into_table() {  # merge_into_table PRESET ROWS_CSV
   ) 9>"$(lock_of "$1")"
 }
 
+SCRATCH=""  # the scratch table being scored; removed on exit if a step fails before it is merged
+trap 'if [ -n "$SCRATCH" ]; then rm -rf "$SCRATCH"; fi' EXIT
+
+score_into_table() {  # score_into_table PRESET ROWS_ARGS...
+  # Scoring (segmentation, APP2: most of a step) writes a table of its own outside the lock; only the merge
+  # into the preset's table holds it, so two lanes can score one preset at the same time.
+  local preset=$1
+  shift
+  SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/synthetic_rows.XXXXXX")
+  OMP_NUM_THREADS=1 $PY experiments/segmenters/rows.py --dataset "$preset" --split test "$@" --threads 1 \
+    --out "$SCRATCH" --stem rows
+  merge_into_table "$preset" "$SCRATCH/rows_cases.csv"
+  rm -rf "$SCRATCH"
+  SCRATCH=""
+}
+
 run_step() {  # run_step PRESET STEP
-  local preset=$1 ck scratch card
+  local preset=$1 ck card
   ck=$(ckpt_of "$preset")
   case $2 in
   train)
@@ -82,13 +98,7 @@ record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen on these data: the
 (DIADEM OP_6, experiments/segmenters/postprocess_dev_OP_6_tiebreak.md)')"
     fi
     # --no-naive: the floor comes from STEP=floor (it merges these rows; run it after this step).
-    # Scoring (segmentation, APP2: most of the step) writes a table of its own outside the lock; only the
-    # merge into the preset's table holds it, so two lanes can score one preset at the same time.
-    scratch=$(mktemp -d "${TMPDIR:-/tmp}/synthetic_rows.XXXXXX")
-    $PY experiments/segmenters/rows.py --dataset "$preset" --split test --segmenter "$NAME=$ck" --raw \
-      --no-naive --threads 1 --out "$scratch" --stem rows
-    merge_into_table "$preset" "$scratch/rows_cases.csv"
-    rm -rf "$scratch"
+    score_into_table "$preset" --segmenter "$NAME=$ck" --raw --no-naive
     card="$TABLES/${preset}_${FILE}_card.md"  # written whole or not at all
     $PY -c "from neurorefiner.models.segmentation_training import provenance_markdown as p; \
 print(p('$ck', '${PRIOR:+PRIOR=$PRIOR }ARCH=$ARCH STEP=train PRESETS=$preset bash experiments/segmenters/synthetic_rows.sh', \
@@ -97,11 +107,7 @@ print(p('$ck', '${PRIOR:+PRIOR=$PRIOR }ARCH=$ARCH STEP=train PRESETS=$preset bas
   floor)
     # ~2.5 min (256^3) / ~4 min (128x512x512) per volume on one thread: the Otsu mask is a noise sponge of
     # ~40% of the volume (see neurorefiner/models/segmenters/naive.py on fix_branching)
-    scratch=$(mktemp -d "${TMPDIR:-/tmp}/synthetic_rows.XXXXXX")
-    OMP_NUM_THREADS=1 $PY experiments/segmenters/rows.py --dataset "$preset" --split test --threads 1 \
-      --out "$scratch" --stem rows
-    merge_into_table "$preset" "$scratch/rows_cases.csv"
-    rm -rf "$scratch" ;;
+    score_into_table "$preset" ;;
   esac
 }
 

@@ -115,3 +115,16 @@ def test_without_prior_the_files_keep_their_old_names(tmp_path):
     assert "foreground_prior" not in calls[0]
     assert "segmentation.ckpt_dir=checkpoints/runs/segment/gbpnet_style/synthetic_x_r3 " in calls[0] + " "
     assert "--name gbpnet_style " in calls[1] + " "
+
+
+@pytest.mark.parametrize("step", ["eval", "floor"])
+def test_a_failed_scoring_run_leaves_no_scratch_table_behind(tmp_path, step):
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
+    stub, log = _stub(tmp_path, 'case "$1" in experiments/segmenters/rows.py) exit 3 ;; esac')
+    env = {**os.environ, "ARCH": "vnet", "STEP": step, "PRESETS": "synthetic_x", "PY": str(stub),
+           "TABLES": str(tmp_path), "TMPDIR": str(scratch_root)}
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3  # the failure still fails the run
+    assert "rows.py" in log.read_text()  # it got as far as scoring
+    assert list(scratch_root.iterdir()) == []
