@@ -125,7 +125,8 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     info = {"wall_s": wall, "resumed_from": resume, "device": device, "global_step": int(trainer.global_step),
             "epochs": int(trainer.current_epoch), "dataset": str(cfg.dataset.get("name", "")),
             "train_cases": [c.name for c in dm.train_cases], "val_cases": [c.name for c in dm.val_cases],
-            "best_checkpoint": best, "exported": export_which, "metrics": metrics, "seed": cfg.get("seed")}
+            "best_checkpoint": best, "exported": export_which, "metrics": metrics, "seed": cfg.get("seed"),
+            "foreground_prior": module.hparams.get("foreground_prior")}
     info["labels"] = {k: dm.__dict__.get(k) for k in ("labels", "label_band", "label_rel")}
     export_segmenter(module.net, module.hparams.net_config, export, tuple(seg.data.patch_size), meta=info,
                      normalization=module.hparams.get("normalization"))
@@ -185,6 +186,8 @@ def _training_lines(meta: dict) -> list[str]:
             f"- wall time of the last `fit` call: {meta.get('wall_s', float('nan')):.0f} s"
             + (f" on {meta['device']}" if meta.get("device") else ""),
             f"- training labels: {meta.get('labels') or 'gold (case.label)'}",
+            *([f"- output layer started at foreground probability {meta['foreground_prior']:g} "
+               "(`neurorefiner.models.segmenters.output_prior`)"] if meta.get("foreground_prior") else []),
             (f"- validation (sliding window, threshold 0.5): Dice {metrics.get('val/dice', float('nan')):.4f}, "
              f"clDice {metrics.get('val/cldice', float('nan')):.4f}; best validation Dice "
              f"{metrics.get('best_val_dice', float('nan')):.4f}" if meta.get("val_cases") else

@@ -149,3 +149,13 @@ def test_nnunet_style_plans_from_the_training_datas_spacing(tmp_path):
                    "name": "tiny_fixture"}
     (tmp_path / "data").mkdir()
     assert training_spacing(build_datamodule(cfg)) == (1.0, 1.0, 1.0)
+
+
+def test_the_card_says_when_the_output_layer_started_at_a_prior(tmp_path):
+    from neurorefiner.models.segmentation_training import provenance_markdown, train_segmenter
+
+    no_val = ("segmentation.data.n_val=0", "segmentation.export_checkpoint=last")
+    plain = train_segmenter(_cfg(tmp_path / "a", 1, no_val))
+    primed = train_segmenter(_cfg(tmp_path / "b", 1, (*no_val, "segmentation.module.foreground_prior=0.01")))
+    assert "foreground probability" not in provenance_markdown(plain["export_path"], "python train.py ...")
+    assert "output layer started at foreground probability 0.01 " in provenance_markdown(primed["export_path"], "x")
