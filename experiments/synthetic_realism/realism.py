@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     import matplotlib.pyplot as plt
 
     from neurorefiner.data import get_dataset
-    from neurorefiner.synth import render
+    from neurorefiner.synth.render import render
 
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []

@@ -6,6 +6,9 @@ the other presets) gives cached train/val/test cases on disk.
 """
 
 from neurorefiner.synth.params import GENERATOR_VERSION, SynthParams
-from neurorefiner.synth.render import Rendering, render, render_volume
 
-__all__ = ["GENERATOR_VERSION", "Rendering", "SynthParams", "render", "render_volume"]
+# ``render`` (the function) is not re-exported: it would shadow the submodule of the same name, so that
+# ``import neurorefiner.synth.render as R`` gave the function; use ``neurorefiner.synth.render.render``.
+from neurorefiner.synth.render import Rendering, render_volume
+
+__all__ = ["GENERATOR_VERSION", "Rendering", "SynthParams", "render_volume"]

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neurorefiner.synth import render
 from neurorefiner.synth.measure import distractor_stats, snr_along_tree, weak_runs
 from neurorefiner.synth.presets import PRESETS
+from neurorefiner.synth.render import render
 
 ROOT = Path(__file__).resolve().parents[2]
 

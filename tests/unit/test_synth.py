@@ -13,9 +13,10 @@ import pytest
 from neurorefiner.errors import InputError
 from neurorefiner.io import read_mask, read_swc, read_volume
 from neurorefiner.io.swc import Tree, format_swc
-from neurorefiner.synth import SynthParams, render, render_volume
+from neurorefiner.synth import SynthParams, render_volume
 from neurorefiner.synth.measure import distractor_stats, morphology_stats, snr_along_tree, weak_runs
 from neurorefiner.synth.presets import PRESETS, preset_params
+from neurorefiner.synth.render import render
 
 ALL_PRESETS = list(PRESETS)
 SMALL = (48, 96, 96)  # every preset shrunk to this field keeps its voxel size, contrast and noise
@@ -405,3 +406,11 @@ def test_cli_swc_that_does_not_fit(tmp_path: Path) -> None:
                                       str(root / "data/zbfwb_gold/GT.swc"), "--swc-spacing", "1,0.497,0.497"])
     assert result.exit_code == 2
     assert "GT.swc" in result.output and "larger than the field" in result.output
+
+
+def test_the_render_submodule_is_importable_by_name():
+    """The package used to re-export the function ``render``, which shadowed the submodule: this import gave
+    the function and ``R.check_seed`` failed."""
+    import neurorefiner.synth.render as R
+
+    assert hasattr(R, "check_seed") and callable(R.render)

@@ -116,7 +116,7 @@ def render_with_trees(preset: str, split: str, index: int):  # type: ignore[no-u
 
     from neurorefiner.data import get_dataset
 
-    R = importlib.import_module("neurorefiner.synth.render")  # the package re-exports a function of that name
+    R = importlib.import_module("neurorefiner.synth.render")
 
     ds = get_dataset(preset)
     case = ds.cases(split)[index]
