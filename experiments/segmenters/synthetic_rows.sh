@@ -8,7 +8,7 @@
 #   ARCH=nnunet_style STEP=train PRESETS=... bash experiments/segmenters/synthetic_rows.sh     # the other baseline
 #   ARCH=vnet STEP=train PRESETS=... bash experiments/segmenters/synthetic_rows.sh             # any network of conf/model
 #   ARCH=vnet STEP="train choose eval" PRESETS=... bash experiments/segmenters/synthetic_rows.sh  # steps in order, per preset
-#   PRIOR=0.02 ARCH=gbpnet_style STEP="train choose eval" PRESETS=... bash ...  # the foreground-prior variant
+#   PRIOR=0.01 ARCH=gbpnet_style STEP="train choose eval" PRESETS=... bash ...  # the foreground-prior variant
 #
 # Training: the preset's train split, its val split picks the checkpoint; exact label files (gold labels),
 # percentile normalisation, the default 32x96x96 crops, batch 2, 256 steps (8 epochs x 32), one torch thread.
