@@ -133,7 +133,8 @@ def markdown(sources: list[Source], tables: list[list[dict]]) -> str:
              "Train s = wall time of the one-thread `fit` call from the card, measured under whatever else ran "
              "on the two cores (per-step times of each network alone: step_times.md); \"(resumed)\" marks a "
              "training that was interrupted and resumed, whose card times only the part after the restart. "
-             "SYNTHETIC presets are "
+             "`<network>:prior` = the same network and recipe with its output layer started at foreground "
+             "probability 0.01 (`segmentation.module.foreground_prior`, tenth round). SYNTHETIC presets are "
              "generated stand-ins, never BigNeuron/CWMBS/ZBFWB results.", ""]
     for source, table in zip(sources, tables, strict=True):
         lines += [f"## {source.title}", "",

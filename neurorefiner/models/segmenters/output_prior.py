@@ -1,13 +1,14 @@
 """Start a segmenter at the foreground rate instead of at even odds (opt-in: ``foreground_prior``).
 
 A freshly initialised two-class output layer gives every voxel a foreground probability of roughly
-0.4-0.6, while neurites fill a few per cent of a training crop. The first stretch of training then goes
+0.4-0.6, while neurites fill a small fraction of a training crop. The first stretch of training then goes
 into pushing every voxel's probability down before the network starts to separate neurite from
-background; on a 256-step CPU budget that stretch can be the whole run (GBP-Net-style on
-synthetic_cwmbs_weak started at 0.61 and had separated foreground from background by only 0.11 after 96
-steps, the U-Net, starting at 0.41, by 0.75). Setting the output layer's bias so that the softmax gives
-the prior everywhere (the prior initialisation of focal loss, Lin et al., ICCV 2017) removes that stretch
-without touching the other weights.
+background; on a 256-step CPU budget that stretch can be the whole run. On synthetic_cwmbs_weak
+GBP-Net-style starts at 0.61 and after 96 steps gives neurite voxels 0.07 more than background, the U-Net
+(starting at 0.41) 0.20; started at 0.01, both separate them by > 0.5 within 16 steps
+(experiments/segmenters/prior_probe_synthetic_cwmbs_weak.md). Setting the output layer's bias so that
+the softmax gives the prior everywhere (the prior initialisation of focal loss, Lin et al., ICCV 2017)
+removes that stretch without touching the other weights.
 
 The output layer is found by watching one forward pass, not by attribute names (MONAI networks nest it),
 and the choice is checked: shifting the found bias must shift every voxel's foreground-minus-background
