@@ -39,7 +39,7 @@ class SegmentationModule(L.LightningModule):
         normalization: the input normalisation record of the training data
             (``neurorefiner.data.segmentation.normalization_spec``), kept in the checkpoint so that
             inference normalises the same way.
-        foreground_prior: when set (e.g. 0.02), the output bias starts every voxel at this foreground
+        foreground_prior: when set (e.g. 0.01), the output bias starts every voxel at this foreground
             probability instead of ~0.5 (``models.segmenters.output_prior``); None keeps the network's own
             initialisation (the recipe of every checkpoint shipped before the tenth round).
     """

@@ -53,13 +53,10 @@ def find_output_conv(net: nn.Module, probe_shape: Sequence[int] = (32, 96, 96)) 
         x = _probe_input(net, probe_shape)
         with torch.no_grad():
             before = _logit_gap(net, x)
-        for h in hooks:
-            h.remove()
-        hooks = []
         if not called:
             raise ValueError(f"{type(net).__name__}: no two-channel Conv3d with a bias runs in forward; "
                              "foreground_prior needs one as the output layer")
-        head = called[-1]
+        head = called[-1]  # taken before the second pass, which the hooks also record
         delta = 1.0
         with torch.no_grad():
             head.bias[1] += delta
