@@ -1,0 +1,184 @@
+"""Does starting the output layer at a low foreground probability help every network, or only GBP-Net-style?
+
+The tenth round added `segmentation.module.foreground_prior` (opt-in) after it rescued GBP-Net-style on
+synthetic_cwmbs_weak and raised the U-Net's validation Dice but not its traces. Whether it should become the
+default needs every network with and without it; this table puts the two side by side, network by network, on
+what the recipe is allowed to look at (the preset's val split: best validation Dice from the training card, and
+the traces of the val-chosen post-processing from choose_postprocess.py) and, last, the test rows the tables
+report (for reading, not for deciding).
+
+Nothing is computed here but means over the files the runs wrote:
+- cards: experiments/segmenters/synthetic/<preset>_<arch>[_prior]_card.md (synthetic_rows.sh STEP=eval)
+- val choice: .../<preset>_<arch>[_prior]_postprocess_val.{json,csv} (STEP=choose)
+- test rows: .../<preset>_test_cases.csv through summary.py (STEP=eval)
+
+    .venv/bin/python experiments/segmenters/prior_compare.py --preset synthetic_cwmbs_weak
+    # -> prior_compare_synthetic_cwmbs_weak.md / .csv / .png
+
+SYNTHETIC presets are generated stand-ins, never BigNeuron/CWMBS/ZBFWB results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+_spec = importlib.util.spec_from_file_location("segmenter_summary", HERE / "summary.py")
+summary = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault(_spec.name, summary)  # its dataclass looks its module up
+_spec.loader.exec_module(summary)
+
+KEYS = ("best_val_dice", "val_cldice", "val_post", "val_F1", "val_SSD", "test_F1", "test_SSD")
+
+
+def card_validation(path: Path) -> dict:
+    """Best validation Dice and the final validation clDice a training card records."""
+    from neurorefiner.errors import InputError
+
+    m = re.search(r"clDice ([0-9.]+|nan); best validation Dice ([0-9.]+|nan)", path.read_text())
+    if not m:
+        raise InputError("no validation line (clDice ...; best validation Dice ...) in this card", path)
+    return {"val_cldice": float(m.group(1)), "best_val_dice": float(m.group(2))}
+
+
+def val_choice(json_path: Path, csv_path: Path) -> dict:
+    """The val-chosen post-processing and the mean val traces it gave (choose_postprocess.py's files)."""
+    from neurorefiner.errors import InputError
+
+    chosen = json.loads(json_path.read_text())
+    with open(csv_path, newline="") as fh:
+        rows = [r for r in csv.DictReader(fh)
+                if float(r["threshold"]) == chosen["threshold"]
+                and float(r["bridge_um"]) == float(chosen.get("bridge_um") or 0.0)]
+    if not rows:
+        raise InputError(f"no val row for the chosen setting {chosen}", csv_path)
+    post = f"thr {chosen['threshold']:g}" + (f" + {chosen['bridge_um']:g} um" if chosen.get("bridge_um") else "")
+    return {"val_post": post, "val_F1": float(np.mean([float(r["F1"]) for r in rows])),
+            "val_SSD": float(np.mean([float(r["SSD"]) for r in rows]))}
+
+
+def compare(preset: str, tables: Path) -> list[dict]:
+    """One row per network and variant ("" or "prior") that has at least a card; missing parts stay None."""
+    source = summary.Source(preset, preset, tables / f"{preset}_test_cases.csv",
+                            {name: tables / f"{preset}_{name.replace(':', '_')}_card.md"
+                             for a in summary.ARCHS for name in (a, f"{a}:prior")})
+    test = {r["segmenter"]: r for r in summary.summarise(source)} if source.cases_csv.exists() else {}
+    out = []
+    for arch in summary.ARCHS:
+        for name in (arch, f"{arch}:prior"):
+            stem = tables / f"{preset}_{name.replace(':', '_')}"
+            card = Path(f"{stem}_card.md")
+            if not card.exists():
+                continue
+            row = {"network": arch, "prior": name.endswith(":prior"), **dict.fromkeys(KEYS)}
+            row.update(card_validation(card))
+            if Path(f"{stem}_postprocess_val.json").exists():
+                row.update(val_choice(Path(f"{stem}_postprocess_val.json"), Path(f"{stem}_postprocess_val.csv")))
+            if name in test:
+                row["test_F1"], row["test_SSD"] = test[name]["F1"], test[name]["SSD"]
+            out.append(row)
+    return out
+
+
+def paired(rows: list[dict]) -> list[tuple[dict, dict]]:
+    """(plain, prior) pairs of the networks that have both."""
+    by = {(r["network"], r["prior"]): r for r in rows}
+    return [(by[(a, False)], by[(a, True)]) for a in summary.ARCHS if (a, False) in by and (a, True) in by]
+
+
+def _f(v: float | None, digits: int = 3) -> str:
+    return "-" if v is None else (f"{v:.{digits}f}" if abs(v) < 100 else f"{v:.0f}")
+
+
+def _d(a: float | None, b: float | None, digits: int = 3) -> str:
+    return "-" if a is None or b is None else f"{b - a:+.{digits}f}"
+
+
+def markdown(preset: str, rows: list[dict]) -> str:
+    pairs = paired(rows)
+    lines = [f"# Foreground prior 0.01 vs none, every network, {preset} (SYNTHETIC data)", "",
+             "Made by `.venv/bin/python experiments/segmenters/prior_compare.py --preset "
+             f"{preset}` from the cards and val choices synthetic_rows.sh wrote (plain: `ARCH=<net> STEP=\"train "
+             "choose eval\"`; prior: the same with `PRIOR=0.01`). One seed (the recipe's), 256 steps, one torch "
+             "thread each. Val columns are what a recipe may decide on: best validation Dice (sliding window, "
+             "threshold 0.5, the checkpoint's pick) and the traces of the post-processing chosen on the val split "
+             "(mask -> APP2, F1 with tau 4 voxels, SSD in voxels, mean over the val volumes). Test columns are the "
+             "tables' rows, for reading only.", "",
+             "| network | best val Dice | (prior) | diff | val F1 | (prior) | diff | val SSD | (prior) | val post "
+             "| (prior) | test F1 | (prior) | test SSD | (prior) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for plain, prior in pairs:
+        lines.append(
+            f"| {plain['network']} | {_f(plain['best_val_dice'])} | {_f(prior['best_val_dice'])} | "
+            f"{_d(plain['best_val_dice'], prior['best_val_dice'])} | {_f(plain['val_F1'])} | {_f(prior['val_F1'])} | "
+            f"{_d(plain['val_F1'], prior['val_F1'])} | {_f(plain['val_SSD'], 1)} | {_f(prior['val_SSD'], 1)} | "
+            f"{plain['val_post'] or '-'} | {prior['val_post'] or '-'} | {_f(plain['test_F1'])} | "
+            f"{_f(prior['test_F1'])} | {_f(plain['test_SSD'], 1)} | {_f(prior['test_SSD'], 1)} |")
+    dice = [(a["best_val_dice"], b["best_val_dice"]) for a, b in pairs]
+    f1 = [(a["val_F1"], b["val_F1"]) for a, b in pairs if a["val_F1"] is not None and b["val_F1"] is not None]
+    lines += ["", f"Networks with both runs: {len(pairs)}. The prior raises best val Dice for "
+              f"{sum(b > a for a, b in dice)} of {len(dice)}"
+              + (f" (median change {np.median([b - a for a, b in dice]):+.3f})" if dice else "")
+              + f" and val trace F1 for {sum(b > a for a, b in f1)} of {len(f1)}"
+              + (f" (median change {np.median([b - a for a, b in f1]):+.3f})." if f1 else "."), ""]
+    return "\n".join(lines)
+
+
+def plot(preset: str, rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from neurorefiner.io.atomic import atomic_path
+
+    pairs = paired(rows)
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.6))
+    for ax, key, label in ((axes[0], "best_val_dice", "best val Dice"), (axes[1], "val_F1", "val trace F1")):
+        for i, (plain, prior) in enumerate(pairs):
+            if plain[key] is None or prior[key] is None:
+                continue
+            ax.plot([0, 1], [plain[key], prior[key]], "-o", color=f"C{i}", label=plain["network"])
+        ax.set_xticks([0, 1], ["no prior", "prior 0.01"])
+        ax.set_xlim(-0.3, 1.3)
+        ax.set_ylabel(label + " (higher is better)")
+    axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.suptitle(f"{preset} (SYNTHETIC), one seed per run", fontsize=9)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+
+
+def main() -> None:
+    from neurorefiner.io.atomic import atomic_path, write_text_atomic
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", default="synthetic_cwmbs_weak", choices=summary.PRESETS)
+    p.add_argument("--tables", type=Path, default=HERE / "synthetic", help="where synthetic_rows.sh wrote its files")
+    p.add_argument("--out", type=Path, default=HERE)
+    a = p.parse_args()
+    rows = compare(a.preset, a.tables)
+    a.out.mkdir(parents=True, exist_ok=True)
+    text = markdown(a.preset, rows)
+    stem = a.out / f"prior_compare_{a.preset}"
+    write_text_atomic(Path(f"{stem}.md"), text)
+    with atomic_path(Path(f"{stem}.csv")) as tmp, open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, ["network", "prior", *KEYS])
+        w.writeheader()
+        w.writerows(rows)
+    plot(a.preset, rows, Path(f"{stem}.png"))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
