@@ -163,7 +163,7 @@ def plot_views(views: list[tuple], path: Path, split: str) -> Path:
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    from neurorefiner.io.atomic import atomic_path
+    from neurorefiner.io.atomic import save_figure_atomic
 
     fig, axes = plt.subplots(len(views), 2, figsize=(9, 4.3 * len(views)), squeeze=False)
     for (name, image_mip, mask_mip, gold_zyx, box), (left, right) in zip(views, axes, strict=True):
@@ -178,9 +178,7 @@ def plot_views(views: list[tuple], path: Path, split: str) -> Path:
         right.set_title(f"{name}: U-Net mask ({'first seed, out of fold' if split == 'dev' else 'shipped'})",
                         fontsize=9)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=60, format="png")
-    plt.close(fig)
+    save_figure_atomic(fig, path, dpi=60)
     return path
 
 

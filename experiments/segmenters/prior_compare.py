@@ -139,7 +139,7 @@ def plot(preset: str, rows: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from neurorefiner.io.atomic import atomic_path
+    from neurorefiner.io.atomic import save_figure_atomic
 
     pairs = paired(rows)
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.6))
@@ -154,9 +154,7 @@ def plot(preset: str, rows: list[dict], path: Path) -> None:
     axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.suptitle(f"{preset} (SYNTHETIC), one seed per run", fontsize=9)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    save_figure_atomic(fig, path)
 
 
 def main() -> None:

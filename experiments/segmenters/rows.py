@@ -151,7 +151,7 @@ def plot_rows(rows: list[dict], path: Path, title: str) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from neurorefiner.io.atomic import atomic_path
+    from neurorefiner.io.atomic import save_figure_atomic
 
     methods = list(dict.fromkeys(r["method"] for r in rows))
     fig, axes = plt.subplots(1, 2, figsize=(12, 0.45 * len(methods) + 1.5), sharey=True)
@@ -166,9 +166,7 @@ def plot_rows(rows: list[dict], path: Path, title: str) -> Path:
     axes[0].invert_yaxis()
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    save_figure_atomic(fig, path)
     return path
 
 

@@ -154,7 +154,7 @@ def plot(sources: list[Source], tables: list[list[dict]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from neurorefiner.io.atomic import atomic_path
+    from neurorefiner.io.atomic import save_figure_atomic
 
     fig, axes = plt.subplots(2, len(sources), figsize=(3.2 * len(sources), 6), squeeze=False)
     for j, (source, table) in enumerate(zip(sources, tables, strict=True)):
@@ -172,9 +172,7 @@ def plot(sources: list[Source], tables: list[list[dict]], path: Path) -> None:
             if i == 0:
                 ax.set_title(source.title.replace(" test", "\ntest"), fontsize=8)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    save_figure_atomic(fig, path)
 
 
 def main() -> None:

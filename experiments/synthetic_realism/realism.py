@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     import matplotlib.pyplot as plt
 
     from neurorefiner.data import get_dataset
+    from neurorefiner.io.atomic import save_figure_atomic
     from neurorefiner.synth.render import render
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -186,8 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     axes.ravel()[0].legend(fontsize=8)
     fig.suptitle("Synthetic presets (dashed) vs real DIADEM OP_1-OP_6 (solid)")
     fig.tight_layout()
-    fig.savefig(args.out / "distributions.png", dpi=80)
-    plt.close(fig)
+    save_figure_atomic(fig, args.out / "distributions.png", dpi=80)
 
     cols = 4
     rows_n = int(np.ceil(len(mips) / cols))
@@ -198,8 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         ax.imshow(m, cmap="gray")
         ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(args.out / "mips.png", dpi=50)
-    plt.close(fig)
+    save_figure_atomic(fig, args.out / "mips.png", dpi=50)
     print((args.out / "summary.md").read_text())
     return 0
 

@@ -40,3 +40,16 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(text)
     return Path(path)
+
+
+def save_figure_atomic(fig: object, path: str | Path, dpi: int = 110) -> Path:
+    """Save a matplotlib figure as PNG through :func:`atomic_path` and close it, so a plot that fails to render
+    leaves the previous picture (or none), never a truncated one that Fiji or a browser half-opens."""
+    import matplotlib.pyplot as plt
+
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=dpi, format="png")  # type: ignore[attr-defined]
+    finally:
+        plt.close(fig)  # type: ignore[arg-type]
+    return Path(path)
