@@ -8,11 +8,12 @@ the traces of the val-chosen post-processing from choose_postprocess.py) and, la
 report (for reading, not for deciding).
 
 Nothing is computed here but means over the files the runs wrote:
-- cards: experiments/segmenters/synthetic/<preset>_<arch>[_prior]_card.md (synthetic_rows.sh STEP=eval)
-- val choice: .../<preset>_<arch>[_prior]_postprocess_val.{json,csv} (STEP=choose)
-- test rows: .../<preset>_test_cases.csv through summary.py (STEP=eval)
+- cards: experiments/segmenters/synthetic/<preset>_<arch>[_seed<n>][_prior]_card.md (synthetic_rows.sh
+  STEP=eval, or STEP=card for the extra seeds)
+- val choice: .../<preset>_<arch>[_seed<n>][_prior]_postprocess_val.{json,csv} (STEP=choose)
+- test rows: .../<preset>_test_cases.csv through summary.py (STEP=eval; the recipe's seed 0 only)
 
-    .venv/bin/python experiments/segmenters/prior_compare.py --preset synthetic_cwmbs_weak
+    .venv/bin/python experiments/segmenters/prior_compare.py --preset synthetic_cwmbs_weak --seeds 0 1
     # -> prior_compare_synthetic_cwmbs_weak.md / .csv / .png
 
 SYNTHETIC presets are generated stand-ins, never BigNeuron/CWMBS/ZBFWB results.
@@ -66,33 +67,43 @@ def val_choice(json_path: Path, csv_path: Path) -> dict:
             "val_SSD": float(np.mean([float(r["SSD"]) for r in rows]))}
 
 
-def compare(preset: str, tables: Path) -> list[dict]:
-    """One row per network and variant ("" or "prior") that has at least a card; missing parts stay None."""
+def stem_of(arch: str, seed: int, prior: bool) -> str:
+    """synthetic_rows.sh's FILE: seed 0 is the recipe's own run (no seed in the name)."""
+    return arch + (f"_seed{seed}" if seed else "") + ("_prior" if prior else "")
+
+
+def compare(preset: str, tables: Path, seeds: tuple[int, ...] = (0,)) -> list[dict]:
+    """One row per network, seed and variant that has a card; missing parts stay None. Test columns only for
+    seed 0 (the tables hold one row per recipe)."""
     source = summary.Source(preset, preset, tables / f"{preset}_test_cases.csv",
                             {name: tables / f"{preset}_{name.replace(':', '_')}_card.md"
                              for a in summary.ARCHS for name in (a, f"{a}:prior")})
     test = {r["segmenter"]: r for r in summary.summarise(source)} if source.cases_csv.exists() else {}
     out = []
     for arch in summary.ARCHS:
-        for name in (arch, f"{arch}:prior"):
-            stem = tables / f"{preset}_{name.replace(':', '_')}"
-            card = Path(f"{stem}_card.md")
-            if not card.exists():
-                continue
-            row = {"network": arch, "prior": name.endswith(":prior"), **dict.fromkeys(KEYS)}
-            row.update(card_validation(card))
-            if Path(f"{stem}_postprocess_val.json").exists():
-                row.update(val_choice(Path(f"{stem}_postprocess_val.json"), Path(f"{stem}_postprocess_val.csv")))
-            if name in test:
-                row["test_F1"], row["test_SSD"] = test[name]["F1"], test[name]["SSD"]
-            out.append(row)
+        for seed in seeds:
+            for prior in (False, True):
+                stem = tables / f"{preset}_{stem_of(arch, seed, prior)}"
+                card = Path(f"{stem}_card.md")
+                if not card.exists():
+                    continue
+                row = {"network": arch, "seed": seed, "prior": prior, **dict.fromkeys(KEYS)}
+                row.update(card_validation(card))
+                if Path(f"{stem}_postprocess_val.json").exists():
+                    row.update(val_choice(Path(f"{stem}_postprocess_val.json"),
+                                          Path(f"{stem}_postprocess_val.csv")))
+                name = arch + (":prior" if prior else "")
+                if seed == 0 and name in test:
+                    row["test_F1"], row["test_SSD"] = test[name]["F1"], test[name]["SSD"]
+                out.append(row)
     return out
 
 
 def paired(rows: list[dict]) -> list[tuple[dict, dict]]:
-    """(plain, prior) pairs of the networks that have both."""
-    by = {(r["network"], r["prior"]): r for r in rows}
-    return [(by[(a, False)], by[(a, True)]) for a in summary.ARCHS if (a, False) in by and (a, True) in by]
+    """(plain, prior) pairs of the same network and seed, where both ran."""
+    by = {(r["network"], r["seed"], r["prior"]): r for r in rows}
+    return [(r, by[(r["network"], r["seed"], True)]) for r in rows
+            if not r["prior"] and (r["network"], r["seed"], True) in by]
 
 
 def _f(v: float | None, digits: int = 3) -> str:
@@ -105,27 +116,30 @@ def _d(a: float | None, b: float | None, digits: int = 3) -> str:
 
 def markdown(preset: str, rows: list[dict]) -> str:
     pairs = paired(rows)
+    seeds = " ".join(str(s) for s in sorted({r["seed"] for r in rows})) or "0"
     lines = [f"# Foreground prior 0.01 vs none, every network, {preset} (SYNTHETIC data)", "",
              "Made by `.venv/bin/python experiments/segmenters/prior_compare.py --preset "
-             f"{preset}` from the cards and val choices synthetic_rows.sh wrote (plain: `ARCH=<net> STEP=\"train "
-             "choose eval\"`; prior: the same with `PRIOR=0.01`). One seed (the recipe's), 256 steps, one torch "
-             "thread each. Val columns are what a recipe may decide on: best validation Dice (sliding window, "
-             "threshold 0.5, the checkpoint's pick) and the traces of the post-processing chosen on the val split "
-             "(mask -> APP2, F1 with tau 4 voxels, SSD in voxels, mean over the val volumes). Test columns are the "
-             "tables' rows, for reading only.", "",
-             "| network | best val Dice | (prior) | diff | val F1 | (prior) | diff | val SSD | (prior) | val post "
-             "| (prior) | test F1 | (prior) | test SSD | (prior) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"{preset} --seeds {seeds}` from the cards and val choices synthetic_rows.sh wrote (plain: "
+             "`ARCH=<net> STEP=\"train choose eval\"`; prior: the same with `PRIOR=0.01`; seed n > 0: `SEED=n` "
+             "and `STEP=\"train choose card\"`, no test rows). 256 steps, one torch thread each. Val columns are "
+             "what a recipe may decide on: best validation Dice (sliding window, threshold 0.5, the checkpoint's "
+             "pick) and the traces of the post-processing chosen on the val split (mask -> APP2, F1 with tau 4 "
+             "voxels, SSD in voxels, mean over the val volumes). Test columns are the tables' rows, for reading "
+             "only.", "",
+             "| network | seed | best val Dice | (prior) | diff | val F1 | (prior) | diff | val SSD | (prior) "
+             "| val post | (prior) | test F1 | (prior) | test SSD | (prior) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for plain, prior in pairs:
         lines.append(
-            f"| {plain['network']} | {_f(plain['best_val_dice'])} | {_f(prior['best_val_dice'])} | "
+            f"| {plain['network']} | {plain['seed']} | {_f(plain['best_val_dice'])} | {_f(prior['best_val_dice'])} | "
             f"{_d(plain['best_val_dice'], prior['best_val_dice'])} | {_f(plain['val_F1'])} | {_f(prior['val_F1'])} | "
             f"{_d(plain['val_F1'], prior['val_F1'])} | {_f(plain['val_SSD'], 1)} | {_f(prior['val_SSD'], 1)} | "
             f"{plain['val_post'] or '-'} | {prior['val_post'] or '-'} | {_f(plain['test_F1'])} | "
             f"{_f(prior['test_F1'])} | {_f(plain['test_SSD'], 1)} | {_f(prior['test_SSD'], 1)} |")
     dice = [(a["best_val_dice"], b["best_val_dice"]) for a, b in pairs]
     f1 = [(a["val_F1"], b["val_F1"]) for a, b in pairs if a["val_F1"] is not None and b["val_F1"] is not None]
-    lines += ["", f"Networks with both runs: {len(pairs)}. The prior raises best val Dice for "
+    lines += ["", f"Pairs (network and seed) with both runs: {len(pairs)}, networks: "
+              f"{len({a['network'] for a, _ in pairs})}. The prior raises best val Dice for "
               f"{sum(b > a for a, b in dice)} of {len(dice)}"
               + (f" (median change {np.median([b - a for a, b in dice]):+.3f})" if dice else "")
               + f" and val trace F1 for {sum(b > a for a, b in f1)} of {len(f1)}"
@@ -144,15 +158,17 @@ def plot(preset: str, rows: list[dict], path: Path) -> None:
     pairs = paired(rows)
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.6))
     for ax, key, label in ((axes[0], "best_val_dice", "best val Dice"), (axes[1], "val_F1", "val trace F1")):
-        for i, (plain, prior) in enumerate(pairs):
+        for plain, prior in pairs:
             if plain[key] is None or prior[key] is None:
                 continue
-            ax.plot([0, 1], [plain[key], prior[key]], "-o", color=f"C{i}", label=plain["network"])
+            colour = f"C{summary.ARCHS.index(plain['network'])}"
+            ax.plot([0, 1], [plain[key], prior[key]], "-o" if plain["seed"] == 0 else "--s", color=colour,
+                    label=plain["network"] + (f" seed {plain['seed']}" if plain["seed"] else ""))
         ax.set_xticks([0, 1], ["no prior", "prior 0.01"])
         ax.set_xlim(-0.3, 1.3)
         ax.set_ylabel(label + " (higher is better)")
     axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle(f"{preset} (SYNTHETIC), one seed per run", fontsize=9)
+    fig.suptitle(f"{preset} (SYNTHETIC); solid: the recipe's seed, dashed: other seeds", fontsize=9)
     fig.tight_layout()
     save_figure_atomic(fig, path)
 
@@ -163,15 +179,16 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="synthetic_cwmbs_weak", choices=summary.PRESETS)
     p.add_argument("--tables", type=Path, default=HERE / "synthetic", help="where synthetic_rows.sh wrote its files")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0], help="0 = the recipe's run; n > 0: SEED=n runs")
     p.add_argument("--out", type=Path, default=HERE)
     a = p.parse_args()
-    rows = compare(a.preset, a.tables)
+    rows = compare(a.preset, a.tables, tuple(a.seeds))
     a.out.mkdir(parents=True, exist_ok=True)
     text = markdown(a.preset, rows)
     stem = a.out / f"prior_compare_{a.preset}"
     write_text_atomic(Path(f"{stem}.md"), text)
     with atomic_path(Path(f"{stem}.csv")) as tmp, open(tmp, "w", newline="") as fh:
-        w = csv.DictWriter(fh, ["network", "prior", *KEYS])
+        w = csv.DictWriter(fh, ["network", "seed", "prior", *KEYS])
         w.writeheader()
         w.writerows(rows)
     plot(a.preset, rows, Path(f"{stem}.png"))

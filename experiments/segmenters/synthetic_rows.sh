@@ -9,6 +9,7 @@
 #   ARCH=vnet STEP=train PRESETS=... bash experiments/segmenters/synthetic_rows.sh             # any network of conf/model
 #   ARCH=vnet STEP="train choose eval" PRESETS=... bash experiments/segmenters/synthetic_rows.sh  # steps in order, per preset
 #   PRIOR=0.01 ARCH=gbpnet_style STEP="train choose eval" PRESETS=... bash ...  # the foreground-prior variant
+#   SEED=1 [PRIOR=0.01] ARCH=vnet STEP="train choose card" PRESETS=... bash ...  # another seed, val split only
 #
 # Training: the preset's train split, its val split picks the checkpoint; exact label files (gold labels),
 # percentile normalisation, the default 32x96x96 crops, batch 2, 256 steps (8 epochs x 32), one torch thread.
@@ -21,16 +22,18 @@
 # Post-processing: STEP=choose picks threshold and gap bridging on the preset's val split (keep largest) and
 # records it; without it, eval records the DIADEM U-Net's setting (threshold 0.6, keep largest), as in the third
 # round. --raw adds threshold-only masks (every component, no bridging: what refinement starts from).
+# STEP=card writes the training card (<preset>_<file>_card.md) from the checkpoint; eval writes it too.
 # Rows: test split -> APP2 -> metrics; experiments/segmenters/synthetic/<preset>_test.md. STEP=floor adds the
 # naive floor (Otsu + TEASAR / Otsu -> APP2, no network) to that table, keeping its U-Net rows (--include).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
-STEP=${STEP:?STEP=train|choose|eval|floor, or several in order: STEP="train choose eval"}
+STEP=${STEP:?STEP=train|choose|card|eval|floor, or several in order: STEP="train choose eval"}
 PRESETS=${PRESETS:-"synthetic_cwmbs_weak synthetic_zbfwb"}
 export WANDB_MODE=offline
 ARCH=${ARCH:-unet3d}
 PRIOR=${PRIOR:-}  # set: train with segmentation.module.foreground_prior=$PRIOR (tenth round), a variant of its own
+SEED=${SEED:-}  # set: train with seed=$SEED (the recipe's is 0; eleventh round), a run of its own, val split only
 TABLES=${TABLES:-experiments/segmenters/synthetic}  # where eval/floor write tables and cards
 case $ARCH in
   unet3d|vnet|unetr|swinunetr|sgsnet_style|gbpnet_style|adtlnet_style) ARCH_ARGS=() ;;
@@ -40,15 +43,26 @@ case $ARCH in
 esac
 # A variant keeps its own checkpoint, val choice, card and table rows beside the plain network's:
 # NAME labels its rows (rows.py's arch:variant), FILE names its files.
+# SEED=<n> runs are for comparing recipes on the val split (prior_compare.py --seeds): they get a card but no
+# test rows, which stay one per recipe (the seed-0 run's) so the tables do not pick the best of several seeds.
 NAME=$ARCH FILE=$ARCH RUN_SUFFIX=""
+if [ -n "$SEED" ]; then
+  case $SEED in *[!0-9]*) echo "SEED=$SEED: not a whole number" >&2; exit 2 ;; esac
+  ARCH_ARGS+=(seed="$SEED")
+  FILE="${ARCH}_seed$SEED" RUN_SUFFIX="_seed$SEED"
+fi
 if [ -n "$PRIOR" ]; then
   ARCH_ARGS+=(segmentation.module.foreground_prior="$PRIOR")
-  NAME="$ARCH:prior" FILE="${ARCH}_prior" RUN_SUFFIX="_prior"
+  NAME="$ARCH:prior" FILE="${FILE}_prior" RUN_SUFFIX="${RUN_SUFFIX}_prior"
 fi
 lock_of() { echo "$TABLES/.$1.lock"; }  # one table writer per preset (git-ignored)
 ckpt_of() { echo "checkpoints/runs/segment/$ARCH/$1_r3$RUN_SUFFIX/segmenter.pt"; }
 for step in $STEP; do  # refuse a misspelt step before hours of training run ahead of it
-  case $step in train|choose|eval|floor) ;; *) echo "unknown STEP=$step" >&2; exit 2 ;; esac
+  case $step in train|choose|card|eval|floor) ;; *) echo "unknown STEP=$step" >&2; exit 2 ;; esac
+  if [ -n "$SEED" ] && { [ "$step" = eval ] || [ "$step" = floor ]; }; then
+    echo "SEED=$SEED with STEP=$step: extra seeds are scored on the val split only (STEP=\"train choose card\")" >&2
+    exit 2
+  fi
 done
 
 merge_into_table() {  # merge_into_table PRESET ROWS_CSV
@@ -99,10 +113,12 @@ record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen on these data: the
     fi
     # --no-naive: the floor comes from STEP=floor (it merges these rows; run it after this step).
     score_into_table "$preset" --segmenter "$NAME=$ck" --raw --no-naive
+    run_step "$preset" card ;;
+  card)
     card="$TABLES/${preset}_${FILE}_card.md"  # written whole or not at all
     $PY -c "from neurorefiner.models.segmentation_training import provenance_markdown as p; \
-print(p('$ck', '${PRIOR:+PRIOR=$PRIOR }ARCH=$ARCH STEP=train PRESETS=$preset bash experiments/segmenters/synthetic_rows.sh', \
-'$NAME on $preset (SYNTHETIC), 256 steps'))" > "$card.part"
+print(p('$ck', '${SEED:+SEED=$SEED }${PRIOR:+PRIOR=$PRIOR }ARCH=$ARCH STEP=train PRESETS=$preset bash experiments/segmenters/synthetic_rows.sh', \
+'$NAME${SEED:+ seed $SEED} on $preset (SYNTHETIC), 256 steps'))" > "$card.part"
     mv "$card.part" "$card" ;;
   floor)
     # ~2.5 min (256^3) / ~4 min (128x512x512) per volume on one thread: the Otsu mask is a noise sponge of

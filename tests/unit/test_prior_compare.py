@@ -54,7 +54,7 @@ def test_pairs_read_the_chosen_setting(tmp_path: Path) -> None:
     assert plain["best_val_dice"] == pytest.approx(0.30) and plain["val_cldice"] == pytest.approx(0.25)
     assert plain["test_F1"] is None  # no test table written
     text = pc.markdown(PRESET, rows)
-    assert "| vnet | 0.300 | 0.450 | +0.150 | 0.500 | 0.700 | +0.200 |" in text
+    assert "| vnet | 0 | 0.300 | 0.450 | +0.150 | 0.500 | 0.700 | +0.200 |" in text
     assert "raises best val Dice for 1 of 1" in text
 
 
@@ -70,3 +70,22 @@ def test_chosen_setting_missing_from_val_rows_is_a_clear_error(tmp_path: Path) -
     _write_run(tmp_path, "vnet", 0.3, post, [("v0", 0.4, 3.0, 1, 1, 0.6, 1, 10.0)])
     with pytest.raises(InputError, match="no val row for the chosen setting"):
         pc.val_choice(tmp_path / f"{PRESET}_vnet_postprocess_val.json", tmp_path / f"{PRESET}_vnet_postprocess_val.csv")
+
+
+def test_other_seeds_pair_within_their_seed_and_never_take_test_rows(tmp_path: Path) -> None:
+    post = {"threshold": 0.4, "dust_voxels": 0, "keep_largest": 1, "bridge_um": 3.0}
+    val = [("v0", 0.4, 3.0, 1, 1, 0.5, 1, 10.0)]
+    _write_run(tmp_path, "vnet", 0.30, post, val)
+    _write_run(tmp_path, "vnet_prior", 0.40, post, val)
+    _write_run(tmp_path, "vnet_seed1", 0.10, post, val)
+    _write_run(tmp_path, "vnet_seed1_prior", 0.60, post, val)
+    _write_run(tmp_path, "unetr_seed1_prior", 0.60, post, val)  # its plain seed-1 run is missing: not paired
+    assert [r["seed"] for r in pc.compare(PRESET, tmp_path)] == [0, 0]  # default: the recipe's seed only
+    rows = pc.compare(PRESET, tmp_path, seeds=(0, 1))
+    pairs = pc.paired(rows)
+    assert [(a["network"], a["seed"], b["best_val_dice"]) for a, b in pairs] == [("vnet", 0, 0.4), ("vnet", 1, 0.6)]
+    text = pc.markdown(PRESET, rows)
+    assert "| vnet | 1 | 0.100 | 0.600 | +0.500 |" in text
+    assert "Pairs (network and seed) with both runs: 2, networks: 1" in text
+    pc.plot(PRESET, rows, tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 0

@@ -128,3 +128,43 @@ def test_a_failed_scoring_run_leaves_no_scratch_table_behind(tmp_path, step):
     assert done.returncode == 3  # the failure still fails the run
     assert "rows.py" in log.read_text()  # it got as far as scoring
     assert list(scratch_root.iterdir()) == []
+
+
+def test_another_seed_trains_with_it_keeps_its_own_files_and_is_never_scored_on_test(tmp_path):
+    """SEED=1 (eleventh round): a second seed of the plain or prior recipe for the val comparison
+    (prior_compare.py --seeds) must not overwrite the seed-0 run's checkpoint, val choice or card."""
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    stub, log = _stub(tmp_path)
+    env = {**os.environ, "ARCH": "vnet", "SEED": "1", "PRIOR": "0.01", "STEP": "train choose card",
+           "PRESETS": "synthetic_x", "PY": str(stub), "TABLES": str(tables)}
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    train, choose, card = log.read_text().splitlines()
+    ck = "checkpoints/runs/segment/vnet/synthetic_x_r3_seed1_prior/segmenter.pt"
+    assert "seed=1" in train.split() and "segmentation.module.foreground_prior=0.01" in train
+    assert f"segmentation.ckpt_dir={Path(ck).parent}" in train
+    assert "--name vnet_seed1_prior" in choose and f"--model {ck}" in choose
+    assert "SEED=1 PRIOR=0.01 ARCH=vnet STEP=train" in card and "vnet:prior seed 1 on synthetic_x" in card
+    assert (tables / "synthetic_x_vnet_seed1_prior_card.md").exists()
+    assert sorted(p.name for p in tables.iterdir()) == ["synthetic_x_vnet_seed1_prior_card.md"]
+
+    env["PRIOR"] = ""
+    log.unlink()
+    done = subprocess.run(["bash", str(SCRIPT)], env={**env, "STEP": "train"}, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "segmentation.ckpt_dir=checkpoints/runs/segment/vnet/synthetic_x_r3_seed1 " in log.read_text()
+
+
+@pytest.mark.parametrize("step", ["eval", "floor", "train eval"])
+def test_another_seed_is_refused_on_test_before_any_step_runs(step):
+    env = {**os.environ, "ARCH": "vnet", "SEED": "1", "STEP": step, "PRESETS": "synthetic_x", "PY": "false"}
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "extra seeds are scored on the val split only" in done.stderr
+
+
+def test_a_seed_that_is_not_a_number_is_refused():
+    env = {**os.environ, "ARCH": "vnet", "SEED": "one", "STEP": "train", "PRESETS": "synthetic_x", "PY": "false"}
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "SEED=one: not a whole number" in done.stderr
