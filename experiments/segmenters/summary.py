@@ -85,8 +85,12 @@ def _means(rows: list[dict], method: str) -> dict | None:
     return {"cases": len(rs), **{m: float(np.mean([r[m] for r in rs])) for m in (*METRICS, "b0_excess")}}
 
 
-def summarise(source: Source) -> list[dict]:
-    """The floor rows, then one row per segmenter that has a card, in ARCHS order (a variant after its network)."""
+def summarise(source: Source, val_only: list[str] | None = None) -> list[dict]:
+    """The floor rows, then one row per segmenter that has a card, in ARCHS order (a variant after its network).
+
+    A card whose segmenter has no row in the table at all is a run scored on the val split only
+    (synthetic_rows.sh STEP=card, eleventh round): it is listed in ``val_only`` (if given) and gets no row. A card
+    whose segmenter has rows, but none with the recorded post-processing, is a stale table: an error."""
     from neurorefiner.errors import InputError
 
     rows = rows_mod.read_rows(source.cases_csv)
@@ -100,6 +104,10 @@ def summarise(source: Source) -> list[dict]:
         if not card_path.exists():
             continue
         card = read_card(card_path)
+        if not any(r["method"].startswith(f"{arch} (") for r in rows):
+            if val_only is not None:
+                val_only.append(arch)
+            continue
         own = _means(rows, rows_mod.own_label(arch, card["post"]) + " -> APP2")
         if own is None:
             raise InputError(f"{arch}'s card records {card['post']} but {source.cases_csv.name} has no row for it "
@@ -122,7 +130,7 @@ def _fmt(v: float | int | None, digits: int = 3) -> str:
     return f"{v:.{digits}f}" if abs(v) < 100 else f"{v:.0f}"
 
 
-def markdown(sources: list[Source], tables: list[list[dict]]) -> str:
+def markdown(sources: list[Source], tables: list[list[dict]], val_only: list[list[str]] | None = None) -> str:
     lines = ["# Every baseline segmenter, per dataset (test splits)", "",
              "Made by `.venv/bin/python experiments/segmenters/summary.py` from the per-case tables of rows.py and "
              "the training cards. Each network's row uses the post-processing its checkpoint records (DIADEM: the "
@@ -136,7 +144,7 @@ def markdown(sources: list[Source], tables: list[list[dict]]) -> str:
              "`<network>:prior` = the same network and recipe with its output layer started at foreground "
              "probability 0.01 (`segmentation.module.foreground_prior`, tenth round). SYNTHETIC presets are "
              "generated stand-ins, never BigNeuron/CWMBS/ZBFWB results.", ""]
-    for source, table in zip(sources, tables, strict=True):
+    for i, (source, table) in enumerate(zip(sources, tables, strict=True)):
         lines += [f"## {source.title}", "",
                   "| segmenter | post-processing | PRE | REC | F1 | SD | SSD | MES | b0 excess (raw) | steps | "
                   "train s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -144,6 +152,9 @@ def markdown(sources: list[Source], tables: list[list[dict]]) -> str:
             lines.append(f"| {r['segmenter']} | {r['post']} | " + " | ".join(_fmt(r[m]) for m in METRICS)
                          + f" | {_fmt(r['b0_excess_raw'], 0)} | {_fmt(r['steps'])} | {_fmt(r['wall_s'])}"
                          + (" (resumed)" if r["resumed"] else "") + " |")
+        if val_only and val_only[i]:
+            lines += ["", "Trained and scored on the val split only, no test rows (prior_compare.py): "
+                      + ", ".join(val_only[i]) + "."]
         lines.append("")
     return "\n".join(lines)
 
@@ -182,9 +193,10 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=HERE)
     a = p.parse_args()
     sources = [s for s in default_sources() if s.cases_csv.exists()]
-    tables = [summarise(s) for s in sources]
+    val_only: list[list[str]] = [[] for _ in sources]
+    tables = [summarise(s, v) for s, v in zip(sources, val_only, strict=True)]
     a.out.mkdir(parents=True, exist_ok=True)
-    text = markdown(sources, tables)
+    text = markdown(sources, tables, val_only)
     write_text_atomic(a.out / "summary.md", text)
     keys = ["dataset", "segmenter", "post", "cases", *METRICS, "b0_excess", "b0_excess_raw", "steps", "wall_s",
             "resumed"]

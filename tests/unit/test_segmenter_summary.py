@@ -88,3 +88,25 @@ def test_a_prior_variant_gets_its_own_row_after_its_network(tmp_path):
                                                              "vnet:prior": tmp_path / "vnet_prior.md"})
     table = sm.summarise(source)
     assert [(r["segmenter"], r["F1"]) for r in table] == [("vnet", 0.2), ("vnet:prior", 0.6)]
+
+
+def test_a_val_only_card_is_listed_not_an_error_but_a_stale_one_still_is(tmp_path):
+    """Eleventh round: synthetic_rows.sh STEP=card writes a card for a run never scored on test (extra seeds,
+    the prior comparison). Its segmenter has no row at all: listed, no row. Rows of that segmenter under
+    another post-processing still mean a stale table."""
+    post = {"threshold": 0.4, "dust_voxels": 0, "keep_largest": 1, "bridge_um": 3.0}
+    rows = [_row(sm.rows_mod.own_label("vnet", post) + " -> APP2", "a", 0.2)]
+    out = tmp_path / "t"
+    sm.rows_mod.write_tables(rows, out, "x_test", "x")
+    (tmp_path / "vnet.md").write_text(CARD)
+    (tmp_path / "vnet_prior.md").write_text(CARD)
+    source = sm.Source("x", "x", out / "x_test_cases.csv", {"vnet": tmp_path / "vnet.md",
+                                                             "vnet:prior": tmp_path / "vnet_prior.md"})
+    val_only: list[str] = []
+    table = sm.summarise(source, val_only)
+    assert [r["segmenter"] for r in table] == ["vnet"] and val_only == ["vnet:prior"]
+    assert "val split only, no test rows (prior_compare.py): vnet:prior." in sm.markdown([source], [table], [val_only])
+    rows.append(_row(sm.rows_mod.own_label("vnet:prior", {**post, "threshold": 0.6}) + " -> APP2", "a", 0.6))
+    sm.rows_mod.write_tables(rows, out, "x_test", "x")
+    with pytest.raises(InputError, match="no row for it"):
+        sm.summarise(source, [])
