@@ -69,6 +69,19 @@ def test_a_resumed_training_is_marked_not_passed_off_as_the_whole_time(tmp_path)
     assert "| 256 | 650 (resumed) |" in sm.markdown([source], [table])
 
 
+POST = {"threshold": 0.4, "dust_voxels": 0, "keep_largest": 1, "bridge_um": 3.0}
+
+
+def _variant_source(tmp_path: Path, rows: list[dict]) -> object:
+    """A table of ``rows`` with cards for vnet and vnet:prior (both recording POST)."""
+    out = tmp_path / "t"
+    sm.rows_mod.write_tables(rows, out, "x_test", "x")
+    (tmp_path / "vnet.md").write_text(CARD)
+    (tmp_path / "vnet_prior.md").write_text(CARD)
+    return sm.Source("x", "x", out / "x_test_cases.csv", {"vnet": tmp_path / "vnet.md",
+                                                           "vnet:prior": tmp_path / "vnet_prior.md"})
+
+
 def test_a_prior_variant_gets_its_own_row_after_its_network(tmp_path):
     """Tenth round: synthetic_rows.sh PRIOR=... writes <preset>_<arch>_prior_card.md and rows labelled
     <arch>:prior; the default sources list that card right after the plain network's."""
@@ -77,16 +90,9 @@ def test_a_prior_variant_gets_its_own_row_after_its_network(tmp_path):
     assert names.index("gbpnet_style:prior") == names.index("gbpnet_style") + 1
     assert sources["synthetic_cwmbs_weak"].cards["gbpnet_style:prior"].name == \
         "synthetic_cwmbs_weak_gbpnet_style_prior_card.md"
-    post = {"threshold": 0.4, "dust_voxels": 0, "keep_largest": 1, "bridge_um": 3.0}
-    rows = [_row(sm.rows_mod.own_label("vnet", post) + " -> APP2", "a", 0.2),
-            _row(sm.rows_mod.own_label("vnet:prior", post) + " -> APP2", "a", 0.6)]
-    out = tmp_path / "t"
-    sm.rows_mod.write_tables(rows, out, "x_test", "x")
-    (tmp_path / "vnet.md").write_text(CARD)
-    (tmp_path / "vnet_prior.md").write_text(CARD)
-    source = sm.Source("x", "x", out / "x_test_cases.csv", {"vnet": tmp_path / "vnet.md",
-                                                             "vnet:prior": tmp_path / "vnet_prior.md"})
-    table = sm.summarise(source)
+    rows = [_row(sm.rows_mod.own_label("vnet", POST) + " -> APP2", "a", 0.2),
+            _row(sm.rows_mod.own_label("vnet:prior", POST) + " -> APP2", "a", 0.6)]
+    table = sm.summarise(_variant_source(tmp_path, rows))
     assert [(r["segmenter"], r["F1"]) for r in table] == [("vnet", 0.2), ("vnet:prior", 0.6)]
 
 
@@ -94,19 +100,13 @@ def test_a_val_only_card_is_listed_not_an_error_but_a_stale_one_still_is(tmp_pat
     """Eleventh round: synthetic_rows.sh STEP=card writes a card for a run never scored on test (extra seeds,
     the prior comparison). Its segmenter has no row at all: listed, no row. Rows of that segmenter under
     another post-processing still mean a stale table."""
-    post = {"threshold": 0.4, "dust_voxels": 0, "keep_largest": 1, "bridge_um": 3.0}
-    rows = [_row(sm.rows_mod.own_label("vnet", post) + " -> APP2", "a", 0.2)]
-    out = tmp_path / "t"
-    sm.rows_mod.write_tables(rows, out, "x_test", "x")
-    (tmp_path / "vnet.md").write_text(CARD)
-    (tmp_path / "vnet_prior.md").write_text(CARD)
-    source = sm.Source("x", "x", out / "x_test_cases.csv", {"vnet": tmp_path / "vnet.md",
-                                                             "vnet:prior": tmp_path / "vnet_prior.md"})
+    rows = [_row(sm.rows_mod.own_label("vnet", POST) + " -> APP2", "a", 0.2)]
+    source = _variant_source(tmp_path, rows)
     val_only: list[str] = []
     table = sm.summarise(source, val_only)
     assert [r["segmenter"] for r in table] == ["vnet"] and val_only == ["vnet:prior"]
     assert "val split only, no test rows (prior_compare.py): vnet:prior." in sm.markdown([source], [table], [val_only])
-    rows.append(_row(sm.rows_mod.own_label("vnet:prior", {**post, "threshold": 0.6}) + " -> APP2", "a", 0.6))
-    sm.rows_mod.write_tables(rows, out, "x_test", "x")
+    rows.append(_row(sm.rows_mod.own_label("vnet:prior", {**POST, "threshold": 0.6}) + " -> APP2", "a", 0.6))
+    sm.rows_mod.write_tables(rows, tmp_path / "t", "x_test", "x")
     with pytest.raises(InputError, match="no row for it"):
         sm.summarise(source, [])
