@@ -48,6 +48,9 @@ esac
 NAME=$ARCH FILE=$ARCH RUN_SUFFIX=""
 if [ -n "$SEED" ]; then
   case $SEED in *[!0-9]*) echo "SEED=$SEED: not a whole number" >&2; exit 2 ;; esac
+  if [ "$((10#$SEED))" -eq 0 ]; then
+    echo "SEED=$SEED is the recipe's own seed: leave SEED unset for that run (its files carry no seed)" >&2; exit 2
+  fi
   ARCH_ARGS+=(seed="$SEED")
   FILE="${ARCH}_seed$SEED" RUN_SUFFIX="_seed$SEED"
 fi

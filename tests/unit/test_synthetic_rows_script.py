@@ -168,3 +168,12 @@ def test_a_seed_that_is_not_a_number_is_refused():
     env = {**os.environ, "ARCH": "vnet", "SEED": "one", "STEP": "train", "PRESETS": "synthetic_x", "PY": "false"}
     done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "SEED=one: not a whole number" in done.stderr
+
+
+@pytest.mark.parametrize("seed", ["0", "00"])
+def test_seed_zero_is_refused_because_it_is_the_recipes_own_run(seed):
+    """The recipe's run (seed 0) carries no seed in its file names (prior_compare.py reads it as seed 0): a
+    SEED=0 run would write a second, unread copy under another name."""
+    env = {**os.environ, "ARCH": "vnet", "SEED": seed, "STEP": "train", "PRESETS": "synthetic_x", "PY": "false"}
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "is the recipe's own seed" in done.stderr
