@@ -75,9 +75,7 @@ def stem_of(arch: str, seed: int, prior: bool) -> str:
 def compare(preset: str, tables: Path, seeds: tuple[int, ...] = (0,)) -> list[dict]:
     """One row per network, seed and variant that has a card; missing parts stay None. Test columns only for
     seed 0 (the tables hold one row per recipe)."""
-    source = summary.Source(preset, preset, tables / f"{preset}_test_cases.csv",
-                            {name: tables / f"{preset}_{name.replace(':', '_')}_card.md"
-                             for a in summary.ARCHS for name in (a, f"{a}:prior")})
+    source = summary.preset_source(preset, tables)
     test = {r["segmenter"]: r for r in summary.summarise(source)} if source.cases_csv.exists() else {}
     out = []
     for arch in summary.ARCHS:

@@ -54,11 +54,15 @@ def default_sources(root: Path = ROOT) -> list[Source]:
     diadem_cards = {a: seg / "round3" / a / "card.md" for a in ARCHS}
     diadem_cards["unet3d"] = root / "checkpoints" / "segmenters" / "unet3d_diadem_cpu.md"  # the shipped one
     out = [Source("diadem", "DIADEM test, OP_7-OP_9 (real data)", seg / "diadem_test_all_cases.csv", diadem_cards)]
-    for preset in PRESETS:
-        out.append(Source(preset, f"{preset} test (SYNTHETIC data)", seg / "synthetic" / f"{preset}_test_cases.csv",
-                          {name: seg / "synthetic" / f"{preset}_{name.replace(':', '_')}_card.md"
-                           for a in ARCHS for name in (a, *(f"{a}:{v}" for v in VARIANTS))}))
+    out += [preset_source(preset, seg / "synthetic") for preset in PRESETS]
     return out
+
+
+def preset_source(preset: str, tables: Path) -> Source:
+    """A SYNTHETIC preset's table and cards as synthetic_rows.sh names them under ``tables``."""
+    return Source(preset, f"{preset} test (SYNTHETIC data)", tables / f"{preset}_test_cases.csv",
+                  {name: tables / f"{preset}_{name.replace(':', '_')}_card.md"
+                   for a in ARCHS for name in (a, *(f"{a}:{v}" for v in VARIANTS))})
 
 
 def read_card(path: Path) -> dict:
