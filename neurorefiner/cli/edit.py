@@ -49,7 +49,7 @@ def edit(image: Path = typer.Argument(..., help="image stack"),
 
     from neurorefiner.agents.instructions import InstructionParseError, parse_instruction
     from neurorefiner.io import check_same_shape, read_mask, read_volume, write_volume
-    from neurorefiner.models.refiner import TopoRefiner
+    from neurorefiner.inference.refiner import TopoRefiner
 
     try:
         parsed = parse_instruction(instruction)

@@ -91,7 +91,7 @@ class TopoRefineModule(L.LightningModule):
             paper's plain CE + Dice.
         cosine: cosine-anneal the learning rate over ``trainer.max_steps`` when that is set.
         net_config, text_encoder_config: the Hydra nodes of both, stored in the checkpoint so that
-            :class:`~neurorefiner.models.refiner.TopoRefiner` can rebuild the model from the file alone.
+            :class:`~neurorefiner.inference.refiner.TopoRefiner` can rebuild the model from the file alone.
         stage: training stage (1 or 2), recorded in the checkpoint.
     """
 

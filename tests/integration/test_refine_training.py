@@ -95,7 +95,7 @@ def hashing_encoder() -> dict:
 @pytest.mark.slow
 def test_two_stages_write_checkpoints_and_load(tmp_path, monkeypatch, project_root, hashing_encoder):
     from neurorefiner.models.refine_training import train_refiner
-    from neurorefiner.models.refiner import TopoRefiner
+    from neurorefiner.inference.refiner import TopoRefiner
 
     monkeypatch.chdir(project_root)
     cfg = _cfg(tmp_path, hashing_encoder)

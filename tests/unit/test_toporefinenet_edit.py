@@ -14,7 +14,7 @@ from neurorefiner.cli.edit import parse_block
 from neurorefiner.cli.main import app
 from neurorefiner.errors import InputError
 from neurorefiner.io import read_mask, write_volume
-from neurorefiner.models.refiner import TopoRefiner
+from neurorefiner.inference.refiner import TopoRefiner
 from neurorefiner.models.toporefinenet import TopoRefineNet
 
 runner = CliRunner()
