@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml constraints/cpu.txt
 install: $(STAMP) ## make .venv and install the package with dev extras on the CPU torch
 
 demo: install ## run the main job on built-in data (DIADEM OP_1)
-	$(BIN)/python -m neurorefiner.demo
+	$(BIN)/python -m neurorefiner.cli.demo
 
 test: install ## run the whole test suite (what CI runs)
 	$(BIN)/python -m pytest -q tests

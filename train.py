@@ -12,7 +12,7 @@ from omegaconf import DictConfig  # noqa: E402
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> None:
-    from neurorefiner.training import run
+    from neurorefiner.training.entry import run
 
     run(cfg)
 

@@ -43,7 +43,7 @@ echo "wall ${end}-${start} = $((end - start)) s" | tee -a "$OUT/train.log"
 "$PY" - "$OUT/$NAME.pt" "$OUT/$NAME.md" "$((end - start))" "${CMD[*]}" <<'PYEOF'
 import sys
 from pathlib import Path
-from neurorefiner.models.segmentation_training import provenance_markdown
+from neurorefiner.training.segmenter import provenance_markdown
 pt, md, wall, cmd = sys.argv[1:5]
 text = provenance_markdown(pt, "OUT=<dir> bash scripts/gpu_train_segmenter.sh\n# which ran:\n" + cmd,
                            title=Path(pt).stem + " (3D U-Net, DIADEM dev)")

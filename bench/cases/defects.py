@@ -15,7 +15,7 @@ CROP = (32, 64, 64)  # (D, H, W): the CPU stage-1 crop (conf/refine_stage/stage1
 
 
 def _datamodule():
-    from neurorefiner.data.stage1 import Stage1DefectDataModule
+    from neurorefiner.data.datamodules.stage1 import Stage1DefectDataModule
 
     dm = Stage1DefectDataModule("diadem", crop_size=CROP, batch_size=BATCH, samples_per_epoch=BATCH,
                                 val_samples=0)

@@ -28,7 +28,7 @@ def _broken_gold():
 
 
 def _post(probs, bridge_um: float):
-    from neurorefiner.models.inference import PostProcess, postprocess_mask
+    from neurorefiner.postprocessing.masks import PostProcess, postprocess_mask
 
     return postprocess_mask(probs, PostProcess(0.5, 0, 1, bridge_um), SPACING)
 

@@ -37,7 +37,7 @@ def _setup_ensemble(members: int = 3):
 
 
 def _windowed(arg, patch=INFER_PATCH):
-    from neurorefiner.models.inference import sliding_window_probs
+    from neurorefiner.models.sliding_window import sliding_window_probs
 
     net, image = arg
     return sliding_window_probs(net, image, patch, overlap=OVERLAP, mode="gaussian")
@@ -50,7 +50,7 @@ def _single_pass(arg):
 
 
 def _extra(arg, t, patch=INFER_PATCH):
-    from neurorefiner.models.inference import windows_count
+    from neurorefiner.inference.segmenter import windows_count
 
     n = windows_count(SHAPE, patch, OVERLAP)
     return {"windows": n, "voxels_per_s": float(np.prod(SHAPE)) / t,

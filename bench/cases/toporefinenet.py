@@ -72,7 +72,7 @@ def _gen_setup():
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
-    from neurorefiner.data.stage1 import DefectSampleDataset
+    from neurorefiner.data.datamodules.stage1 import DefectSampleDataset
     from neurorefiner.paths import project_root
 
     with initialize_config_dir(config_dir=str(project_root() / "conf"), version_base="1.3"):

@@ -73,8 +73,9 @@ def dev_cases() -> dict:
 def case_map(seg, case) -> tuple[np.ndarray, tuple[int, int, int]]:  # type: ignore[no-untyped-def]
     """One case's probability map as the tables compute it: the checkpoint's normalisation, wide windows,
     overlap 0.25, Gaussian blending. Returns (map, window)."""
-    from neurorefiner.data.segmentation import normalize_image
-    from neurorefiner.models.inference import default_window, max_input_of, sliding_window_probs
+    from neurorefiner.data.transforms import normalize_image
+    from neurorefiner.inference.segmenter import default_window, max_input_of
+    from neurorefiner.models.sliding_window import sliding_window_probs
 
     raw = case.image().load()
     img = normalize_image(raw, str(case.image_path), seg.normalization)
@@ -86,8 +87,8 @@ def write_probs(run: Path, threads: int) -> None:
     """Out-of-fold probability maps (wide windows, Gaussian blending) of the run's held-out cases."""
     import torch
 
+    from neurorefiner.inference.segmenter import load_segmenter
     from neurorefiner.io.atomic import atomic_path
-    from neurorefiner.models.inference import load_segmenter
 
     torch.set_num_threads(threads)
     fold, _ = parse_run(run)
@@ -117,8 +118,8 @@ def write_ensemble(members: list[Path], out: Path, threads: int, recompute: bool
     computes (``sliding_window_probs`` averages an ensemble's member maps), up to float16 storage, at a
     fraction of the time; ``--recompute`` runs the packed network instead.
     """
+    from neurorefiner.inference.ensemble import export_ensemble
     from neurorefiner.io.atomic import atomic_path
-    from neurorefiner.models.segmenters.ensemble import export_ensemble
 
     keys = {parse_run(m) for m in members}
     if len(keys) != 1 or parse_run(out) not in keys:
@@ -145,7 +146,7 @@ def verify_ensemble(run: Path, case_name: str, threshold: float, threads: int) -
     """Run the packed ensemble of ``run`` on one held-out case and compare with its stored (averaged) map."""
     import torch
 
-    from neurorefiner.models.inference import load_segmenter
+    from neurorefiner.inference.segmenter import load_segmenter
 
     torch.set_num_threads(threads)
     if case_name not in FOLDS[parse_run(run)[0]]:
@@ -163,7 +164,7 @@ def verify_ensemble(run: Path, case_name: str, threshold: float, threads: int) -
 
 def members_of(run: Path) -> int:
     """How many networks the run's checkpoint averages (1: a single network)."""
-    from neurorefiner.models.inference import load_segmenter
+    from neurorefiner.inference.segmenter import load_segmenter
 
     return len(load_segmenter(run / "segmenter.pt").meta.get("members") or ()) or 1
 
@@ -172,8 +173,8 @@ def score_runs(runs: list[Path], thresholds: tuple[float, ...] = THRESHOLDS, dus
                keep: tuple[int, ...] = KEEP, bridge: tuple[float, ...] = BRIDGE) -> list[dict]:
     """One row per (run, case, setting): mask -> APP2 -> metrics against the gold SWC. Each (run, case) is
     cached in ``<run>/oof_scores/<case>.json``, keyed by the grid and the map file's time stamp."""
-    from neurorefiner.evaluation.postprocess_grid import score_settings, settings_grid
     from neurorefiner.io.atomic import write_text_atomic
+    from neurorefiner.postprocessing.choose import score_settings, settings_grid
 
     cases = dev_cases()
     grid = settings_grid(thresholds, dust, keep, bridge)
@@ -261,7 +262,7 @@ def summarise(rows: list[dict], n_cases: int, seconds_of: Callable[[int], float]
     allowed = [s for s in summary if not s["over_budget"]]
     if not allowed:
         raise SystemExit(f"every setting is over the {budget_s} s inference budget")
-    from neurorefiner.evaluation.postprocess_grid import choose_setting
+    from neurorefiner.postprocessing.choose import choose_setting
 
     chosen = choose_setting(allowed)
     summary.sort(key=lambda s: (-s["F1"], s["SSD"]))
@@ -271,8 +272,8 @@ def summarise(rows: list[dict], n_cases: int, seconds_of: Callable[[int], float]
 def choose(runs: list[Path], out: Path, thresholds: tuple[float, ...] = THRESHOLDS,
            budget_s: float | None = SPEED_BUDGET_S, bench: Path = BENCH, dust: tuple[int, ...] = DUST,
            keep: tuple[int, ...] = KEEP, bridge: tuple[float, ...] = BRIDGE) -> None:
-    from neurorefiner.evaluation.postprocess_grid import TIE_F1
     from neurorefiner.io.atomic import atomic_path, write_text_atomic
+    from neurorefiner.postprocessing.choose import TIE_F1
 
     held = sorted({c for r in runs for c in FOLDS[parse_run(r)[0]]})
     rows = score_runs(runs, thresholds, dust, keep, bridge)

@@ -45,12 +45,12 @@ if [ "$members" = 1 ]; then
   cp "${members_pt[0]}" "$ship.part"
 else
   ens="checkpoints/runs/segment/unet3d/diadem_r5_${steps}_ens$members/segmenter.pt"
-  $PY -c "import sys; from neurorefiner.models.segmenters.ensemble import export_ensemble; \
+  $PY -c "import sys; from neurorefiner.inference.ensemble import export_ensemble; \
 export_ensemble(sys.argv[1:], '$ens')" "${members_pt[@]}"
   cp "$ens" "$ship.part"
 fi
 mv "$ship.part" "$ship"
-$PY -c "from neurorefiner.models.inference import PostProcess, record_postprocess; \
+$PY -c "from neurorefiner.inference.segmenter import PostProcess, record_postprocess; \
 record_postprocess('$ship', PostProcess($thr, $dust, $keep, $bridge), 'DIADEM dev OP_1-OP_6, 3-fold cross-validation \
 (out-of-fold masks through APP2): $(dirname "$CHOICE")/cv_dev.md')"
 $PY experiments/segmenters/rows.py --dataset diadem --split test --segmenter "unet3d=$ship" --raw --threads 1 \
@@ -59,9 +59,9 @@ STEP=table bash experiments/segmenters/round3.sh
 fi
 if [ "$members" = 1 ]; then what="the last checkpoint of one network (seed 0, training run $(run_dir 0))"
 else what="an average of $members networks (seeds 0-$((members - 1)), each its last checkpoint; \
-neurorefiner.models.segmenters.ensemble)"; fi
+neurorefiner.inference.ensemble)"; fi
 {
-  $PY -c "from neurorefiner.models.segmentation_training import provenance_markdown as p; \
+  $PY -c "from neurorefiner.training.segmenter import provenance_markdown as p; \
 print(p('$ship', 'bash experiments/segmenters/cv_dev.sh (RUNS as in its header), cv_dev.py choose, then \
 CHOICE=$CHOICE bash experiments/segmenters/cv_final.sh', 'unet3d_diadem_cpu: CPU 3D U-Net on DIADEM dev ($ROUND round)'))"
   cat <<MD

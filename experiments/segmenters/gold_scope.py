@@ -74,8 +74,8 @@ def score_both(gold, mask: np.ndarray, spacing, box, keep_largest: bool) -> dict
 
 def floor_both(gold, otsu: np.ndarray, spacing, box, largest: bool) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """The naive floor (Otsu + TEASAR, largest or every component), full and inside the gold's box."""
+    from neurorefiner.baselines.naive import teasar_tree
     from neurorefiner.metrics import score_trees
-    from neurorefiner.models.segmenters.naive import teasar_tree
 
     tree = teasar_tree(otsu, spacing, largest_only=largest)
     full = score_trees(gold, tree, spacing)
@@ -89,7 +89,7 @@ def unet_masks(split: str, threshold: float, bridge_um: float = 0.0) -> dict[str
     setting (``threshold``, ``bridge_um``, keep largest); test -> the shipped network's cached masks (rows.py)."""
     from neurorefiner.data import get_dataset
     from neurorefiner.io import read_mask
-    from neurorefiner.models.inference import PostProcess, postprocess_mask
+    from neurorefiner.postprocessing.masks import PostProcess, postprocess_mask
 
     out: dict[str, list[tuple[str, np.ndarray]]] = {}
     if split == "dev":
@@ -125,7 +125,7 @@ def main() -> None:
     a = p.parse_args()
     cases = {c.name: c for c in get_dataset("diadem").cases(a.split)}
     masks = unet_masks(a.split, a.threshold, a.bridge)
-    from neurorefiner.models.segmenters.naive import otsu_mask
+    from neurorefiner.baselines.naive import otsu_mask
 
     rows, views = [], []
     for name, case in cases.items():

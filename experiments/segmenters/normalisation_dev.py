@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from neurorefiner.data import get_dataset
-from neurorefiner.data.segmentation import normalize_image
+from neurorefiner.data.transforms import normalize_image
 
 CANDIDATES = {"min-max": None, "percentile 1 / 99.9": (1.0, 99.9), "percentile 1 / 99.95": (1.0, 99.95),
               "percentile 1 / 99.99 (chosen)": (1.0, 99.99), "percentile 1 / 99.999": (1.0, 99.999)}

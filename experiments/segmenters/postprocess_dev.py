@@ -26,14 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from neurorefiner.data import get_dataset
-from neurorefiner.data.segmentation import normalize_image
-from neurorefiner.evaluation.postprocess_grid import score_settings, settings_grid
-from neurorefiner.models.inference import (
-    default_window,
-    load_segmenter,
-    max_input_of,
-    sliding_window_probs,
-)
+from neurorefiner.data.transforms import normalize_image
+from neurorefiner.inference.segmenter import default_window, load_segmenter, max_input_of
+from neurorefiner.models.sliding_window import sliding_window_probs
+from neurorefiner.postprocessing.choose import score_settings, settings_grid
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)
 DUST = (0, 100, 1000)

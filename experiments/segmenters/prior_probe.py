@@ -27,7 +27,7 @@ def probe(arch: str, prior: float | None, dataset: str, steps: int, every: int) 
     import torch
     from hydra import compose, initialize_config_dir
 
-    from neurorefiner.models.segmentation_training import build_datamodule, build_module, training_spacing
+    from neurorefiner.training.segmenter import build_datamodule, build_module, training_spacing
 
     overrides = ["task=segment", f"model={arch}", f"dataset={dataset}", "segmentation.data.num_workers=0"]
     if prior is not None:

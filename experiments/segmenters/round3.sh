@@ -33,14 +33,14 @@ train)
 eval)
   for arch in $ARCHS; do
     ck=$(ckpt_of "$arch")
-    $PY -c "from neurorefiner.models.inference import PostProcess, record_postprocess; \
+    $PY -c "from neurorefiner.inference.segmenter import PostProcess, record_postprocess; \
 record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen for this network: the CPU 3D U-Net setting \
 (DIADEM OP_6, experiments/segmenters/postprocess_dev_OP_6_tiebreak.md)')"
     name=$arch  # the shipped U-Net's rows and M_init are "unet3d": this run's are told apart
     [ "$arch" = unet3d ] && name="unet3d:256steps"
     $PY experiments/segmenters/rows.py --dataset diadem --split test --segmenter "$name=$ck" --raw --no-naive \
       --threads 1 --out "$OUT/$arch"
-    $PY -c "from neurorefiner.models.segmentation_training import provenance_markdown as p; \
+    $PY -c "from neurorefiner.training.segmenter import provenance_markdown as p; \
 print(p('$ck', 'STEP=train ARCHS=$arch bash experiments/segmenters/round3.sh', '$arch on DIADEM dev, round 3 (256 steps)'))" \
       > "$OUT/$arch/card.md"
   done ;;

@@ -4,7 +4,7 @@ voxel figures of each mask against the gold mask (Dice, clDice, Betti-0 excess =
 minus components in the gold mask: the fragments and noise blobs refinement has to fix).
 
 Writes <out>/<dataset>_<split>_cases.csv (one row per case and method) and <out>/<dataset>_<split>.md
-(means). Masks of learned segmenters are written through neurorefiner.models.init_masks: the segmenter's
+(means). Masks of learned segmenters are written through neurorefiner.inference.init_masks: the segmenter's
 row uses the post-processing its checkpoint records (``inference.postprocess_mask``; cached under
 data/cache/init_masks/<dataset>/<segmenter>_postprocessed/); ``--raw`` adds the masks refinement starts
 from (threshold only, every component kept; data/cache/init_masks/<dataset>/<segmenter>/). The test
@@ -23,12 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
+from neurorefiner.baselines.naive import otsu_mask, teasar_tree
 from neurorefiner.data import get_dataset
+from neurorefiner.inference.init_masks import write_init_masks
 from neurorefiner.io import read_mask
 from neurorefiner.metrics import score_mask, score_trees
 from neurorefiner.metrics.voxel import betti_numbers, cldice, dice
-from neurorefiner.models.init_masks import write_init_masks
-from neurorefiner.models.segmenters.naive import otsu_mask, teasar_tree
 
 COLS = ["method", "case", "SD", "SSD", "pSSD", "PRE", "REC", "F1", "MES", "Dice", "clDice", "b0_mask", "b0_gold",
         "b0_excess", "seconds"]
@@ -72,8 +72,8 @@ def main() -> None:
     keep = [i for i, c in enumerate(cases) if not a.cases or c.name in a.cases]
     synthetic = bool(cases and cases[0].info.get("synthetic"))
 
-    from neurorefiner.models.inference import load_segmenter, recorded_postprocess
-    from neurorefiner.models.init_masks import mask_dir, shipped_checkpoint
+    from neurorefiner.inference.init_masks import mask_dir, shipped_checkpoint
+    from neurorefiner.inference.segmenter import load_segmenter, recorded_postprocess
 
     masks: dict[str, dict[str, Path]] = {}
     names = [cases[i].name for i in keep]

@@ -110,7 +110,7 @@ run_step() {  # run_step PRESET STEP
   eval)
     if [ ! -f "experiments/segmenters/synthetic/${preset}_${FILE}_postprocess_val.json" ]; then
       # no STEP=choose yet: the third round's stand-in, the DIADEM U-Net's setting
-      $PY -c "from neurorefiner.models.inference import PostProcess, record_postprocess; \
+      $PY -c "from neurorefiner.inference.segmenter import PostProcess, record_postprocess; \
 record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen on these data: the DIADEM CPU 3D U-Net setting \
 (DIADEM OP_6, experiments/segmenters/postprocess_dev_OP_6_tiebreak.md)')"
     fi
@@ -119,7 +119,7 @@ record_postprocess('$ck', PostProcess(0.6, 0, 1), 'not chosen on these data: the
     run_step "$preset" card ;;
   card)
     card="$TABLES/${preset}_${FILE}_card.md"  # written whole or not at all
-    $PY -c "from neurorefiner.models.segmentation_training import provenance_markdown as p; \
+    $PY -c "from neurorefiner.training.segmenter import provenance_markdown as p; \
 print(p('$ck', '${SEED:+SEED=$SEED }${PRIOR:+PRIOR=$PRIOR }ARCH=$ARCH STEP=train PRESETS=$preset bash experiments/segmenters/synthetic_rows.sh', \
 '$NAME${SEED:+ seed $SEED} on $preset (SYNTHETIC), 256 steps'))" > "$card.part"
     mv "$card.part" "$card" ;;

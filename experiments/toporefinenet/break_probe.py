@@ -33,10 +33,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give one --label per --ckpt")
 
     from neurorefiner.data import get_dataset
-    from neurorefiner.data.stage1 import make_stage1_sample
+    from neurorefiner.data.datamodules.stage1 import make_stage1_sample
+    from neurorefiner.inference.refiner import TopoRefiner
     from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.models.refine_module import betti0
-    from neurorefiner.inference.refiner import TopoRefiner
 
     case = next(c for c in get_dataset("diadem").cases("dev") if c.name == "OP_6")
     image = case.image()

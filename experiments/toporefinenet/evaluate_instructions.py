@@ -117,8 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
     from neurorefiner.agents.instructions import parse_instruction
-    from neurorefiner.io.atomic import atomic_path, write_text_atomic
     from neurorefiner.inference.refiner import TopoRefiner
+    from neurorefiner.io.atomic import atomic_path, write_text_atomic
 
     torch.set_num_threads(args.threads)
     labels = args.label or [Path(c).stem for c in args.ckpt]

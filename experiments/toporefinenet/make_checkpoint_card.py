@@ -23,7 +23,7 @@ def net_description(ckpt: Path) -> str:
     """The network's arguments as recorded in the checkpoint (never retyped by hand)."""
     import torch
 
-    hp = torch.load(ckpt, map_location="cpu", weights_only=False).get("hyper_parameters", {})
+    hp = torch.load(ckpt, map_location="cpu", weights_only=True).get("hyper_parameters", {})
     net = {k: v for k, v in (hp.get("net_config") or {}).items() if k != "_target_"}
     return ", ".join(f"{k}={v}" for k, v in net.items()) or "(no network config recorded)"
 

@@ -35,8 +35,9 @@ def segment(image: Path = typer.Argument(..., help="image stack (.tif, .v3draw, 
             threads: int = typer.Option(0, help="torch CPU threads (0: torch's default; 1 on shared cores)")) -> None:
     """Write a binary mask (and optionally the foreground probability) of IMAGE."""
     from neurorefiner.errors import InputError
+    from neurorefiner.inference.segmenter import load_segmenter, recorded_postprocess, segment_array
     from neurorefiner.io import read_volume, write_volume
-    from neurorefiner.models.inference import PostProcess, load_segmenter, recorded_postprocess, segment_array
+    from neurorefiner.postprocessing.masks import PostProcess
 
     segmenter = load_segmenter(model, expected_arch=arch)
     d = recorded_postprocess(segmenter)

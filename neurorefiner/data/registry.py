@@ -1,5 +1,8 @@
 """Datasets by name. Each dataset lists its :class:`Case` s per split; Hydra builds them by ``_target_``
-(``conf/dataset/*.yaml``), code that is not Hydra-driven calls :func:`get_dataset`."""
+(``conf/dataset/*.yaml``), code that is not Hydra-driven calls :func:`get_dataset`.
+
+The built-in datasets register themselves when their modules are imported; ``neurorefiner/data/__init__.py``
+imports them, and Python runs it before this module, so the registry is full whichever name is used."""
 
 from __future__ import annotations
 
@@ -27,23 +30,11 @@ def register(name: str) -> Callable[[Callable[..., Dataset]], Callable[..., Data
     return deco
 
 
-def _load_builtin() -> None:
-    # importing the modules registers their datasets
-    from neurorefiner.data import bigneuron_gold, diadem, published  # noqa: F401
-
-    try:
-        from neurorefiner.synth import presets  # noqa: F401
-    except ImportError:
-        pass
-
-
 def available() -> list[str]:
-    _load_builtin()
     return sorted(_REGISTRY)
 
 
 def get_dataset(name: str, **kwargs) -> Dataset:
-    _load_builtin()
     if name not in _REGISTRY:
         raise KeyError(f"unknown dataset {name!r}; known: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name](**kwargs)

@@ -35,7 +35,7 @@ def initial_mask(dataset: str, segmenter: str) -> MaskSource:
         path = init_mask_path(dataset, segmenter, case.name)
         if not path.exists():
             raise InputError(f"no initial mask for {case.name}; make them first with "
-                             f"`python -m neurorefiner.models.init_masks dataset={dataset} segmenter={segmenter}`",
+                             f"`python -m neurorefiner.inference.init_masks dataset={dataset} segmenter={segmenter}`",
                              path)
         return read_mask(path).load()
 

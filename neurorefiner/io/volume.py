@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -110,59 +109,3 @@ def select_3d(array: np.ndarray, axes: str, source: str | None, channel: int = 0
     out = array[tuple(index)]
     order = [kept.index(a) for a in "ZYX"]
     return np.transpose(out, order)
-
-
-def read_volume(path: str | Path, channel: int = 0, lazy: bool = False) -> Volume:
-    """Read a 3D stack from TIFF, Vaa3D .v3draw/.v3dpbd, (OME-)Zarr or .npy.
-
-    Raises :class:`InputError` naming the file for a missing, corrupt, truncated, 2D or unsupported file.
-    """
-    from neurorefiner.io import formats
-
-    p = Path(path)
-    if not p.exists():
-        raise InputError("file not found", p)
-    reader = formats.reader_for(p)
-    try:
-        return reader(p, channel=channel, lazy=lazy)
-    except InputError:
-        raise
-    except Exception as exc:  # a library error deep inside: say which file and what went wrong
-        raise InputError(f"cannot read stack ({type(exc).__name__}: {exc})", p) from exc
-
-
-def write_volume(path: str | Path, volume: Volume | np.ndarray, spacing: Spacing | None = None) -> Path:
-    """Write a stack atomically; format by suffix (.tif/.tiff, .v3draw, .zarr, .ome.zarr, .npy).
-
-    Boolean masks are written as uint8 0/255 so they show in Fiji, Vaa3D and napari as they are.
-    """
-    from neurorefiner.io import formats
-
-    if isinstance(volume, np.ndarray):
-        volume = Volume(volume, spacing or DEFAULT_SPACING, source=str(path))
-    elif spacing is not None:
-        volume = Volume(volume.array, spacing, volume.source, volume.metadata)
-    data = volume.load()
-    if data.dtype == bool:
-        data = data.astype(np.uint8) * 255
-    writer = formats.writer_for(Path(path))
-    return writer(Path(path), data, volume.spacing)
-
-
-def read_mask(path: str | Path, channel: int = 0) -> Volume:
-    """Read a binary mask (values {0, v}); refuse label images and grey images with a clear error."""
-    vol = read_volume(path, channel=channel)
-    data = vol.load()
-    values = np.unique(data) if data.size <= 64**3 * 8 else np.unique(data[:: 2, :: 2, :: 2])
-    if len(values) > 2 or (len(values) == 2 and values[0] != 0):
-        shown = ", ".join(str(v) for v in values[:5]) + (" ..." if len(values) > 5 else "")
-        raise InputError(f"mask is not binary: found {len(values)} distinct values ({shown}); "
-                         "pass a 0/1 or 0/255 mask", path)
-    return Volume(data > 0, vol.spacing, vol.source, vol.metadata)
-
-
-def check_same_shape(image: Volume, mask: Volume) -> None:
-    """Image and mask must cover the same voxels."""
-    if image.shape != mask.shape:
-        raise InputError(f"mask shape {mask.shape} differs from image shape {image.shape} "
-                         f"({image.source})", mask.source)

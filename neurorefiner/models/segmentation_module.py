@@ -37,7 +37,7 @@ class SegmentationModule(L.LightningModule):
         patch_size, sw_overlap, sw_mode: sliding-window settings for validation (and the checkpoint).
         lambda_dice, lambda_ce: loss weights.
         normalization: the input normalisation record of the training data
-            (``neurorefiner.data.segmentation.normalization_spec``), kept in the checkpoint so that
+            (``neurorefiner.data.transforms.normalization_spec``), kept in the checkpoint so that
             inference normalises the same way.
         foreground_prior: when set (e.g. 0.01), the output bias starts every voxel at this foreground
             probability instead of ~0.5 (``models.segmenters.output_prior``); None keeps the network's own
@@ -82,7 +82,7 @@ class SegmentationModule(L.LightningModule):
         return loss
 
     def validation_step(self, batch: dict, batch_idx: int) -> None:
-        from neurorefiner.models.inference import sliding_window_probs
+        from neurorefiner.models.sliding_window import sliding_window_probs
 
         hp = self.hparams
         probs = sliding_window_probs(self.net, batch["image"], hp.patch_size, hp.sw_overlap, hp.sw_mode,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from neurorefiner.io.stacks import write_volume
 from neurorefiner.io.swc import write_swc
-from neurorefiner.io.volume import write_volume
 from neurorefiner.synth.params import SynthParams
 
 

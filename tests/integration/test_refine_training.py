@@ -94,8 +94,8 @@ def hashing_encoder() -> dict:
 
 @pytest.mark.slow
 def test_two_stages_write_checkpoints_and_load(tmp_path, monkeypatch, project_root, hashing_encoder):
-    from neurorefiner.models.refine_training import train_refiner
     from neurorefiner.inference.refiner import TopoRefiner
+    from neurorefiner.training.refiner import train_refiner
 
     monkeypatch.chdir(project_root)
     cfg = _cfg(tmp_path, hashing_encoder)
@@ -117,10 +117,10 @@ def test_two_stages_write_checkpoints_and_load(tmp_path, monkeypatch, project_ro
     m2 = train_refiner(OmegaConf.merge(cfg, {"stage": 2}))
     ck2 = tmp_path / "ckpt" / "toporefinenet_stage2.ckpt"
     assert ck2.exists() and "val/dice" in m2
-    s1 = torch.load(ck1, weights_only=False)["state_dict"]
-    s2 = torch.load(ck2, weights_only=False)["state_dict"]
+    s1 = torch.load(ck1, weights_only=True)["state_dict"]
+    s2 = torch.load(ck2, weights_only=True)["state_dict"]
     assert s1.keys() == s2.keys() and any(not torch.equal(s1[k], s2[k]) for k in s1)
-    assert torch.load(ck2, weights_only=False)["hyper_parameters"]["stage"] == 2
+    assert torch.load(ck2, weights_only=True)["hyper_parameters"]["stage"] == 2
 
     refiner = TopoRefiner.load(ck2)
     s = toy_sample(np.random.default_rng(5))
@@ -133,7 +133,7 @@ def test_two_stages_write_checkpoints_and_load(tmp_path, monkeypatch, project_ro
 
 @pytest.mark.slow
 def test_stage2_rejects_checkpoint_of_another_architecture(tmp_path, monkeypatch, project_root, hashing_encoder):
-    from neurorefiner.models.refine_training import train_refiner
+    from neurorefiner.training.refiner import train_refiner
 
     monkeypatch.chdir(project_root)
     cfg = _cfg(tmp_path, hashing_encoder, max_steps=1)

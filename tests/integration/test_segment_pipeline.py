@@ -18,10 +18,10 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 @pytest.mark.slow
 def test_train_init_masks_and_score_on_tiny(tmp_path):
     from neurorefiner.data import get_dataset
+    from neurorefiner.inference.init_masks import write_init_masks
     from neurorefiner.io import read_mask
     from neurorefiner.metrics import score_mask
-    from neurorefiner.models.init_masks import write_init_masks
-    from neurorefiner.models.segmentation_training import provenance_markdown, train_segmenter
+    from neurorefiner.training.segmenter import provenance_markdown, train_segmenter
 
     synth_root = tmp_path / "synth"
     with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
@@ -57,7 +57,7 @@ def test_train_init_masks_and_score_on_tiny(tmp_path):
 
 @pytest.mark.slow
 def test_naive_floor_masks_need_no_checkpoint(tmp_path):
-    from neurorefiner.models.init_masks import write_init_masks
+    from neurorefiner.inference.init_masks import write_init_masks
 
     paths = write_init_masks("tiny", "otsu", split="test", out_dir=tmp_path / "otsu",
                              dataset_kwargs={"root": tmp_path / "synth", "progress": False}, progress=False)
@@ -66,7 +66,7 @@ def test_naive_floor_masks_need_no_checkpoint(tmp_path):
 
 def test_missing_checkpoint_says_how_to_train(tmp_path):
     from neurorefiner.errors import InputError
-    from neurorefiner.models.init_masks import write_init_masks
+    from neurorefiner.inference.init_masks import write_init_masks
 
     with pytest.raises(InputError, match="python train.py task=segment model=vnet"):
         write_init_masks("tiny", "vnet", tmp_path / "none.pt", "test", tmp_path / "o",

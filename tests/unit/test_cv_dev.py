@@ -86,7 +86,7 @@ def test_scores_are_cached_per_map_and_grid(tmp_path, monkeypatch):
 
     import numpy as np
 
-    import neurorefiner.evaluation.postprocess_grid as grid_mod
+    import neurorefiner.postprocessing.choose as grid_mod
 
     run = tmp_path / "cv" / "f1_256"
     (run / "oof_probs").mkdir(parents=True)
@@ -118,7 +118,7 @@ def test_case_map_normalises_and_windows_like_the_tables(tmp_path):
     import numpy as np
     import torch
 
-    from neurorefiner.models.inference import export_segmenter, load_segmenter, segment_array
+    from neurorefiner.inference.segmenter import export_segmenter, load_segmenter, segment_array
     from neurorefiner.models.segmenters.unet3d import UNet3D
 
     torch.manual_seed(0)

@@ -11,15 +11,9 @@ import pytest
 import torch
 
 from neurorefiner.errors import InputError
-from neurorefiner.models.gap_bridging import bridge_gaps
-from neurorefiner.models.inference import (
-    PostProcess,
-    load_segmenter,
-    postprocess_mask,
-    record_postprocess,
-    recorded_postprocess,
-    segment_array,
-)
+from neurorefiner.inference.segmenter import load_segmenter, record_postprocess, recorded_postprocess, segment_array
+from neurorefiner.postprocessing.gap_bridging import bridge_gaps
+from neurorefiner.postprocessing.masks import PostProcess, postprocess_mask
 from tests.unit.test_segment_round2 import _stack, _tiny_export
 
 
@@ -106,7 +100,7 @@ def test_recorded_bridging_is_used_by_inference_and_needs_a_spacing(tmp_path, mo
     seg = load_segmenter(export)
     assert recorded_postprocess(seg).bridge_um == 3.0
     calls = []
-    monkeypatch.setattr("neurorefiner.models.inference.sliding_window_probs",
+    monkeypatch.setattr("neurorefiner.inference.segmenter.sliding_window_probs",
                         lambda *a, **k: calls.append(1) or np.zeros((16, 48, 48), np.float32))
     with pytest.raises(InputError, match="spacing"):
         segment_array(seg, _stack(), patch_size=(8, 16, 16))
@@ -116,7 +110,7 @@ def test_recorded_bridging_is_used_by_inference_and_needs_a_spacing(tmp_path, mo
 
 
 def test_init_masks_leave_breaks_for_refinement(tmp_path, monkeypatch):
-    from neurorefiner.models import init_masks
+    from neurorefiner.inference import init_masks
 
     torch.manual_seed(0)
     export = _tiny_export(tmp_path, monkeypatch, n_test=1)
@@ -130,7 +124,8 @@ def test_init_masks_leave_breaks_for_refinement(tmp_path, monkeypatch):
 def test_init_masks_cli_overrides_read_the_checkpoint_once(tmp_path, monkeypatch):
     """--keep-largest/--bridge-um replace fields of the recorded setting; the checkpoint is loaded once (it was
     loaded a second time just to read that setting)."""
-    from neurorefiner.models import inference, init_masks
+    from neurorefiner.inference import init_masks
+    from neurorefiner.inference import segmenter as inference
 
     torch.manual_seed(0)
     export = _tiny_export(tmp_path, monkeypatch, n_test=1)

@@ -1,6 +1,7 @@
-"""The package's import direction (DESIGN.md): io, topology < synth, defects, tracing, metrics < models,
-data < agents < evaluation. A module may import from its own layer or below, never from above; read
-statically (ast), so it costs no imports and catches lazy imports inside functions too."""
+"""The package's import direction (DESIGN.md, "pipeline stages"): a module imports from its own stage or
+from stages below it, never from above, and the stages form no circle. Read statically (ast), so it costs
+no imports and catches lazy imports inside functions too. There is no whitelist: a module that needs
+something from above is in the wrong stage."""
 
 from __future__ import annotations
 
@@ -10,42 +11,106 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "neurorefiner"
-LAYER = {"errors": 0, "paths": 0, "io": 0, "topology": 0,
-         "synth": 1, "defects": 1, "tracing": 1, "metrics": 1,
-         "models": 2, "data": 2,
-         "agents": 3,
-         "evaluation": 4}
-# the case record and the dataset registry are plain lookups that the synthetic presets register into
-LOW_LEVEL_MODULES = {"neurorefiner.data.cases": 1, "neurorefiner.data.registry": 1}
+STAGES: list[set[str]] = [
+    {"errors", "paths", "io", "topology"},
+    {"synth", "defects", "tracing", "metrics"},
+    {"data"},
+    {"models"},
+    {"postprocessing"},
+    {"baselines"},
+    {"training", "inference"},
+    {"agents", "refinement_entry"},
+    {"evaluation"},
+    {"cli"},
+]
+LAYER = {name: level for level, names in enumerate(STAGES) for name in names}
 
 
-def _subpackage(module: str) -> str | None:
+def _top(module: str) -> str | None:
     parts = module.split(".")
     return parts[1] if len(parts) > 1 and parts[0] == "neurorefiner" else None
 
 
 def _imports(path: Path) -> list[str]:
+    """Absolute module names imported by ``path`` (``from neurorefiner import x`` counts as ``neurorefiner.x``)."""
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.append(node.module)
+            if node.module == "neurorefiner":
+                out += [f"neurorefiner.{a.name}" for a in node.names]
+            else:
+                out.append(node.module)
         elif isinstance(node, ast.Import):
             out += [a.name for a in node.names]
     return out
 
 
-def _layered_files() -> list[Path]:
-    return sorted(p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] in LAYER)
+def _package_files() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] != "__init__.py")
 
 
-@pytest.mark.parametrize("path", _layered_files(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_no_import_from_a_higher_layer(path: Path) -> None:
-    own = LAYER[path.relative_to(PACKAGE).parts[0]]
+def _stage_of(path: Path) -> str:
+    first = path.relative_to(PACKAGE).parts[0]
+    return first[:-3] if first.endswith(".py") else first
+
+
+def test_every_package_module_has_a_stage() -> None:
+    unknown = {_stage_of(p) for p in _package_files()} - set(LAYER)
+    assert not unknown, f"modules outside every pipeline stage: {sorted(unknown)}; add them to STAGES"
+
+
+@pytest.mark.parametrize("path", _package_files(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_import_from_a_higher_stage(path: Path) -> None:
+    own = LAYER.get(_stage_of(path))
+    if own is None:
+        pytest.skip("reported by test_every_package_module_has_a_stage")
     for module in _imports(path):
-        sub = _subpackage(module)
-        if sub in LAYER:
-            layer = LOW_LEVEL_MODULES.get(module, LAYER[sub])
-            assert layer <= own, f"{path.relative_to(PACKAGE)} imports {module} from a higher layer"
+        top = _top(module)
+        if top in LAYER:
+            assert LAYER[top] <= own, f"{path.relative_to(PACKAGE)} imports {module} from a higher stage"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    return ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+
+
+def test_no_import_circle_between_modules() -> None:
+    """Module-level imports (the ones that run at import time) form no cycle; lazy imports inside functions
+    are allowed to point sideways but never up (checked above)."""
+    graph: dict[str, set[str]] = {}
+    modules = {_module_name(p) for p in _package_files()}
+    for path in _package_files():
+        name = _module_name(path)
+        tree = ast.parse(path.read_text())
+        deps = set()
+        for node in ast.walk(tree):  # lazy imports too: a circle through a function is still a circle
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and \
+                    node.module.startswith("neurorefiner"):
+                deps.add(node.module)
+                deps.update(f"{node.module}.{a.name}" for a in node.names)
+                if all(f"{node.module}.{a.name}" in modules for a in node.names):
+                    deps.discard(node.module)  # `from pkg import submodule` needs the submodule only
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names if a.name.startswith("neurorefiner"))
+        graph[name] = deps
+    # a package's own modules may use its __init__ (python runs it first anyway)
+    graph = {k: {d for d in v if d in graph and d != k and not k.startswith(d + ".")} for k, v in graph.items()}
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt]
+                raise AssertionError("import circle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
 
 
 def test_grammar_has_one_definition_under_two_names() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 kimimaro = pytest.importorskip("kimimaro")
 
-from neurorefiner.models.segmenters.naive import (  # noqa: E402
+from neurorefiner.baselines.naive import (  # noqa: E402
     FIX_BRANCHING_MAX_VOXELS,
     teasar_tree,
     use_fix_branching,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neurorefiner.evaluation import postprocess_grid as grid
+from neurorefiner.postprocessing import choose as grid
 
 
 def test_identical_masks_are_scored_once(monkeypatch):

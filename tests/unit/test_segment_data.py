@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 import torch
 
-from neurorefiner.data.segmentation import (
+from neurorefiner.data.datamodules.segmentation import (
     LoadedCase,
     RandomPatchDataset,
     SegmentationDataModule,
     centre_crop_on_label,
     load_case,
-    normalize_image,
     random_crop,
 )
+from neurorefiner.data.transforms import normalize_image
 from neurorefiner.errors import InputError
 from tests.unit.test_segment_fixtures import TinyDataset
 

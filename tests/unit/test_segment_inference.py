@@ -8,16 +8,11 @@ import torch
 from typer.testing import CliRunner
 
 from neurorefiner.errors import InputError
+from neurorefiner.inference.segmenter import export_segmenter, load_segmenter, segment_array, windows_count
 from neurorefiner.io import read_volume, write_volume
-from neurorefiner.models.inference import (
-    export_segmenter,
-    load_segmenter,
-    segment_array,
-    sliding_window_probs,
-    windows_count,
-)
 from neurorefiner.models.segmenters.unet3d import UNet3D
 from neurorefiner.models.segmenters.vnet import VNet
+from neurorefiner.models.sliding_window import sliding_window_probs
 
 UNET_CFG = {"_target_": "neurorefiner.models.segmenters.unet3d.UNet3D", "features": [4, 8, 16],
             "first_stride": [1, 2, 2]}

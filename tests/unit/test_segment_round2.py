@@ -9,30 +9,21 @@ import numpy as np
 import pytest
 import torch
 
-from neurorefiner.data.segmentation import (
-    DEFAULT_PERCENTILES,
-    SegmentationDataModule,
-    adaptive_label,
-    load_case,
-    normalization_spec,
-    normalize_image,
-    percentiles_of,
-)
+from neurorefiner.data.datamodules.segmentation import SegmentationDataModule, adaptive_label, load_case
+from neurorefiner.data.transforms import DEFAULT_PERCENTILES, normalization_spec, normalize_image, percentiles_of
 from neurorefiner.errors import InputError
-from neurorefiner.io import read_mask
-from neurorefiner.models.inference import (
-    DEFAULT_POSTPROCESS,
-    PostProcess,
+from neurorefiner.inference.segmenter import (
     Segmenter,
     default_window,
     export_segmenter,
     load_segmenter,
     max_input_of,
-    postprocess_mask,
     segment_array,
-    sliding_window_probs,
 )
+from neurorefiner.io import read_mask
 from neurorefiner.models.segmenters.unet3d import UNet3D
+from neurorefiner.models.sliding_window import sliding_window_probs
+from neurorefiner.postprocessing.masks import DEFAULT_POSTPROCESS, PostProcess, postprocess_mask
 from tests.unit.test_segment_fixtures import TinyDataset
 from tests.unit.test_segment_inference import UNET_CFG
 
@@ -209,8 +200,8 @@ def _tiny_export(tmp_path, monkeypatch, n_test: int):
 
 
 def test_init_masks_recompute_when_postprocessing_changes(tmp_path, monkeypatch):
-    from neurorefiner.models import init_masks
-    from neurorefiner.models.inference import record_postprocess
+    from neurorefiner.inference import init_masks
+    from neurorefiner.inference.segmenter import record_postprocess
 
     export = _tiny_export(tmp_path, monkeypatch, n_test=1)
 
@@ -232,7 +223,8 @@ def test_init_masks_recompute_when_postprocessing_changes(tmp_path, monkeypatch)
 
 def test_init_masks_probability_cache_gives_the_same_masks_with_one_pass(tmp_path, monkeypatch):
     """rows.py scores two post-processings of each case; the probability map is computed once."""
-    from neurorefiner.models import inference, init_masks
+    from neurorefiner.inference import init_masks
+    from neurorefiner.inference import segmenter as inference
 
     export = _tiny_export(tmp_path, monkeypatch, n_test=2)
     monkeypatch.setattr(init_masks, "cache_dir", lambda: tmp_path / "cache")
@@ -252,7 +244,7 @@ def test_init_masks_probability_cache_gives_the_same_masks_with_one_pass(tmp_pat
 
 
 def test_recorded_postprocess_is_the_checkpoints_default(tmp_path):
-    from neurorefiner.models.inference import record_postprocess, recorded_postprocess
+    from neurorefiner.inference.segmenter import record_postprocess, recorded_postprocess
 
     torch.manual_seed(0)
     export = export_segmenter(UNet3D(features=(4, 8, 16), first_stride=(1, 2, 2)), UNET_CFG, tmp_path / "u.pt",

@@ -9,7 +9,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from neurorefiner.models.inference import load_segmenter
+from neurorefiner.inference.segmenter import load_segmenter
 from neurorefiner.models.segmentation_module import SegmentationModule
 from neurorefiner.models.segmenters import build_segmenter
 
@@ -66,7 +66,7 @@ def _cfg(tmp_path: Path, max_steps: int, extra: tuple[str, ...] = ()):
 
 
 def test_train_segmenter_exports_and_resumes(tmp_path):
-    from neurorefiner.models.segmentation_training import train_segmenter
+    from neurorefiner.training.segmenter import train_segmenter
 
     (tmp_path / "data").mkdir()
     metrics = train_segmenter(_cfg(tmp_path, 2))
@@ -86,31 +86,31 @@ def test_train_segmenter_exports_and_resumes(tmp_path):
 def test_last_checkpoint_follows_training_not_validation(tmp_path):
     """Regression: with save_last on the monitored callback, last.ckpt was only written when validation
     Dice improved, so a resumed run restarted from an old step. It must hold the latest step."""
-    from neurorefiner.models.segmentation_training import train_segmenter
+    from neurorefiner.training.segmenter import train_segmenter
 
     (tmp_path / "data").mkdir()
     # learning rate 0: the weights never change, so validation Dice never improves after the first check
     train_segmenter(_cfg(tmp_path, 4, ("segmentation.module.lr=0.0",)))
-    state = torch.load(tmp_path / "ck" / "last.ckpt", map_location="cpu", weights_only=False)
+    state = torch.load(tmp_path / "ck" / "last.ckpt", map_location="cpu", weights_only=True)
     assert state["global_step"] == 4
 
 
 def test_export_last_takes_the_end_of_the_schedule(tmp_path):
     """Cross-validation folds export the last checkpoint: their validation cases score the network later, so
     they may not also pick it."""
-    from neurorefiner.models.segmentation_training import train_segmenter
+    from neurorefiner.training.segmenter import train_segmenter
 
     (tmp_path / "data").mkdir()
     metrics = train_segmenter(_cfg(tmp_path, 4, ("segmentation.export_checkpoint=last",)))
     seg = load_segmenter(Path(metrics["export_path"]))
     assert seg.meta["exported"] == "last"
-    last = torch.load(tmp_path / "ck" / "last.ckpt", map_location="cpu", weights_only=False)["state_dict"]
+    last = torch.load(tmp_path / "ck" / "last.ckpt", map_location="cpu", weights_only=True)["state_dict"]
     for name, value in seg.net.state_dict().items():
         assert torch.equal(value, last[f"net.{name}"]), name
 
 
 def test_unknown_export_choice_fails_before_training(tmp_path):
-    from neurorefiner.models.segmentation_training import train_segmenter
+    from neurorefiner.training.segmenter import train_segmenter
 
     (tmp_path / "data").mkdir()
     with pytest.raises(ValueError, match="export_checkpoint"):
@@ -121,7 +121,7 @@ def test_unknown_export_choice_fails_before_training(tmp_path):
 def test_card_of_a_run_without_validation_says_so(tmp_path):
     """A network trained on every dev case has no validation figures: its card must not print 'Dice nan' or
     claim a checkpoint was picked on an empty list."""
-    from neurorefiner.models.segmentation_training import provenance_markdown, train_segmenter
+    from neurorefiner.training.segmenter import provenance_markdown, train_segmenter
 
     (tmp_path / "data").mkdir()
     metrics = train_segmenter(_cfg(tmp_path, 2, ("segmentation.data.n_val=0", "segmentation.export_checkpoint=last")))
@@ -132,7 +132,7 @@ def test_card_of_a_run_without_validation_says_so(tmp_path):
 def test_nnunet_style_plans_from_the_training_datas_spacing(tmp_path):
     """Regression: conf/model/nnunet_style.yaml fixed DIADEM's spacing, so on another dataset the network was
     planned for voxels it never saw (nnU-Net's rules plan per dataset)."""
-    from neurorefiner.models.segmentation_training import build_datamodule, build_module, training_spacing
+    from neurorefiner.training.segmenter import build_datamodule, build_module, training_spacing
 
     with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
         cfg = compose(config_name="train", overrides=[
@@ -152,7 +152,7 @@ def test_nnunet_style_plans_from_the_training_datas_spacing(tmp_path):
 
 
 def test_the_card_says_when_the_output_layer_started_at_a_prior(tmp_path):
-    from neurorefiner.models.segmentation_training import provenance_markdown, train_segmenter
+    from neurorefiner.training.segmenter import provenance_markdown, train_segmenter
 
     no_val = ("segmentation.data.n_val=0", "segmentation.export_checkpoint=last")
     plain = train_segmenter(_cfg(tmp_path / "a", 1, no_val))

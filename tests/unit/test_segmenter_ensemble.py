@@ -1,4 +1,4 @@
-"""Averaged ensembles of segmenters (neurorefiner.models.segmenters.ensemble): one checkpoint whose
+"""Averaged ensembles of segmenters (neurorefiner.inference.ensemble): one checkpoint whose
 probabilities are the members' mean, loadable wherever a single segmenter is."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from neurorefiner.errors import InputError
-from neurorefiner.models.inference import export_segmenter, load_segmenter, max_input_of, segment_array
-from neurorefiner.models.segmenters.ensemble import AveragedEnsemble, export_ensemble
+from neurorefiner.inference.ensemble import export_ensemble
+from neurorefiner.inference.segmenter import export_segmenter, load_segmenter, max_input_of, segment_array
+from neurorefiner.models.segmenters.ensemble import AveragedEnsemble
 from neurorefiner.models.segmenters.unet3d import UNet3D
 
 CFG = {"_target_": "neurorefiner.models.segmenters.unet3d.UNet3D", "features": [4, 8, 16], "first_stride": [1, 2, 2]}
@@ -62,7 +63,7 @@ def test_nested_ensembles_are_refused_and_free_size_members_give_no_limit():
 
 
 def test_card_of_an_ensemble_lists_each_member(tmp_path):
-    from neurorefiner.models.segmentation_training import provenance_markdown
+    from neurorefiner.training.segmenter import provenance_markdown
 
     paths = [_member(tmp_path, 0, ["OP_1"]), _member(tmp_path, 1, ["OP_2"])]
     card = provenance_markdown(export_ensemble(paths, tmp_path / "ens.pt"), "cmd")
@@ -71,7 +72,7 @@ def test_card_of_an_ensemble_lists_each_member(tmp_path):
 
 
 def test_sliding_window_map_of_an_ensemble_is_the_mean_of_its_members_maps(tmp_path):
-    from neurorefiner.models.inference import sliding_window_probs
+    from neurorefiner.models.sliding_window import sliding_window_probs
 
     paths = [_member(tmp_path, 0, ["OP_1"]), _member(tmp_path, 1, ["OP_2"])]
     ens = load_segmenter(export_ensemble(paths, tmp_path / "ens.pt"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from neurorefiner.models.inference import load_segmenter, recorded_postprocess
+from neurorefiner.inference.segmenter import load_segmenter, recorded_postprocess
 
 SHIPPED = sorted((Path(__file__).resolve().parents[2] / "checkpoints" / "segmenters").glob("*.pt"))
 

@@ -10,7 +10,7 @@ import torch
 
 from neurorefiner.agents import parse_instruction
 from neurorefiner.data.cases import Case
-from neurorefiner.data.stage1 import (
+from neurorefiner.data.datamodules.stage1 import (
     BATCH_KEYS,
     Stage1DefectDataModule,
     crop_padded,
@@ -219,7 +219,7 @@ def _compose(overrides):
 def test_stage_configs_build_the_datamodules(tmp_path, monkeypatch):
     from hydra.utils import instantiate
 
-    from neurorefiner.data.stage2 import Stage2MinedDataModule, difference_writer
+    from neurorefiner.data.datamodules.stage2 import Stage2MinedDataModule, difference_writer
 
     monkeypatch.setenv("NEUROREFINER_CACHE", str(tmp_path / "cache"))
     cfg = _compose(["+stage=1", "dataset=tiny", "stages.1.datamodule.val_samples=2",

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from neurorefiner.agents import Instruction, parse_instruction
-from neurorefiner.data.stage2 import (
+from neurorefiner.data.datamodules.stage2 import (
     MiningSettings,
     Stage2MinedDataModule,
     difference_writer,
@@ -88,16 +88,16 @@ def test_mine_volume_keeps_only_crops_with_errors():
 
 def test_writer_resolution():
     assert resolve_writer(None) is difference_writer
-    assert resolve_writer("neurorefiner.data.stage2.difference_writer") is difference_writer
-    assert resolve_writer("neurorefiner.data.stage2:difference_writer") is difference_writer
+    assert resolve_writer("neurorefiner.data.datamodules.stage2.difference_writer") is difference_writer
+    assert resolve_writer("neurorefiner.data.datamodules.stage2:difference_writer") is difference_writer
     with pytest.raises(ValueError):
-        resolve_writer("neurorefiner.data.stage2.no_such_writer")
+        resolve_writer("neurorefiner.data.datamodules.stage2.no_such_writer")
     with pytest.raises(ValueError):
         resolve_writer(3)  # type: ignore[arg-type]
     import functools
 
     p = functools.partial(difference_writer, tolerance=2)
-    assert writer_id(p) == "neurorefiner.data.stage2.difference_writer@2(tolerance=2)"
+    assert writer_id(p) == "neurorefiner.data.datamodules.stage2.difference_writer@2(tolerance=2)"
 
     def my_writer(image, mask, gold):
         return None
@@ -224,7 +224,7 @@ def _dilate_n(mask, n):
 
 
 def test_mined_targets_follow_the_named_operation_and_place():
-    from neurorefiner.data.stage2 import mined_target
+    from neurorefiner.data.datamodules.stage2 import mined_target
 
     gold = np.zeros((1, 4, 4), bool)
     gold[0, 1, :] = True  # a neurite along row 1
@@ -246,7 +246,7 @@ def test_mined_targets_follow_the_named_operation_and_place():
 
 
 def test_replay_mixes_stage1_defects_into_training_only(mined_setup):
-    from neurorefiner.data.stage2 import ReplayDataset
+    from neurorefiner.data.datamodules.stage2 import ReplayDataset
 
     ds, root, cache = mined_setup
     kw = dict(crop_size=CROP, batch_size=2, samples_per_epoch=6, init_masks_root=root, cache_root=cache,

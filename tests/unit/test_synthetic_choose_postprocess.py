@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from neurorefiner.evaluation.postprocess_grid import choose_setting
+from neurorefiner.postprocessing.choose import choose_setting
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location(

@@ -103,7 +103,7 @@ def test_region_channel_is_an_input_and_required():
 
 
 def test_two_channel_weights_start_a_region_channel_net_unchanged(tmp_path):
-    from neurorefiner.models.refine_training import load_net_weights
+    from neurorefiner.training.refiner import load_net_weights
 
     torch.manual_seed(0)
     old = TopoRefineNet(channels=(4, 8), text_dim=3).eval()
@@ -121,7 +121,7 @@ def test_two_channel_weights_start_a_region_channel_net_unchanged(tmp_path):
 
 def test_init_can_leave_the_fusion_fresh(tmp_path):
     """Fusion ablation: the U-Net body comes from the checkpoint, the (other) fusion block stays fresh."""
-    from neurorefiner.models.refine_training import load_net_weights
+    from neurorefiner.training.refiner import load_net_weights
 
     torch.manual_seed(0)
     cab = TopoRefineNet(channels=(4, 8), text_dim=3, fusion="cab", region_channel=True)

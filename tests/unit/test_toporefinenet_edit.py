@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from neurorefiner.cli.edit import parse_block
 from neurorefiner.cli.main import app
 from neurorefiner.errors import InputError
-from neurorefiner.io import read_mask, write_volume
 from neurorefiner.inference.refiner import TopoRefiner
+from neurorefiner.io import read_mask, write_volume
 from neurorefiner.models.toporefinenet import TopoRefineNet
 
 runner = CliRunner()
@@ -44,13 +44,16 @@ def stack(tmp_path: Path) -> tuple[Path, Path, np.ndarray]:
 
 
 def test_refiner_loads_and_edits(ckpt):
-    r = TopoRefiner.load(ckpt)
+    r = TopoRefiner.load(ckpt, decoding="raw")
     img = np.random.default_rng(1).random((5, 9, 7)).astype(np.float32)
     msk = np.zeros((5, 9, 7), bool)
     out = r.edit(img, msk, "Repair break at top-left-front")
     assert out.dtype == bool and out.shape == msk.shape
     p = r.probabilities(img, msk, "Repair break at top-left-front")
     assert np.array_equal(out, p >= 0.5)
+    # the default decoding has nothing to connect in an empty block: unchanged, and it says why
+    res = TopoRefiner.load(ckpt).edit_result(img, msk, "Repair break at top-left-front")
+    assert not res.changed and not res.mask.any() and "nothing to connect" in res.reason
     with pytest.raises(InputError, match="differ"):
         r.edit(img, msk[:, :3], "Repair break at top-left-front")
     with pytest.raises(InputError, match="instruction"):
@@ -130,12 +133,12 @@ def test_edit_is_confined_to_the_named_place_and_region_reaches_the_net():
     img, msk = np.zeros(shape, np.float32), np.zeros(shape, bool)
     ins = "Repair break at top-left-front"
     named = parse_instruction(ins).region(shape)
-    raw = TopoRefiner(net, HashingEncoder(dim=16), confine_margin=None).edit(img, msk, ins)
+    raw = TopoRefiner(net, HashingEncoder(dim=16), confine_margin=None, decoding="raw").edit(img, msk, ins)
     assert raw.all()
     assert np.array_equal(net.seen_region[0, 0].numpy() > 0, named)
-    tight = TopoRefiner(net, HashingEncoder(dim=16), confine_margin=0).edit(img, msk, ins)
+    tight = TopoRefiner(net, HashingEncoder(dim=16), confine_margin=0, decoding="raw").edit(img, msk, ins)
     assert np.array_equal(tight, named)
-    loose = TopoRefiner(net, HashingEncoder(dim=16), confine_margin=2).edit(img, msk, ins)
+    loose = TopoRefiner(net, HashingEncoder(dim=16), confine_margin=2, decoding="raw").edit(img, msk, ins)
     assert named.sum() < loose.sum() < loose.size and not loose[-1, -1, -1]
     with pytest.raises(InputError, match="cannot read instruction"):
         TopoRefiner(net, HashingEncoder(dim=16)).edit(img, msk, "make it nicer please")

@@ -41,9 +41,10 @@ def main() -> None:
     import torch
 
     from neurorefiner.data import get_dataset
-    from neurorefiner.evaluation.postprocess_grid import TIE_F1, choose_setting, score_settings, settings_grid
+    from neurorefiner.inference.segmenter import load_segmenter, record_postprocess, segment_array
     from neurorefiner.io.atomic import atomic_path, write_text_atomic
-    from neurorefiner.models.inference import PostProcess, load_segmenter, record_postprocess, segment_array
+    from neurorefiner.postprocessing.choose import TIE_F1, choose_setting, score_settings, settings_grid
+    from neurorefiner.postprocessing.masks import PostProcess
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", required=True, help="a synthetic preset (its val split is used)")

@@ -39,8 +39,8 @@ def cached_probs(preset: str, case, segmenter) -> np.ndarray:  # type: ignore[no
     with segment_array (the same call)."""
     import hashlib
 
-    from neurorefiner.models.inference import segment_array
-    from neurorefiner.models.init_masks import probs_cache_dir
+    from neurorefiner.inference.init_masks import probs_cache_dir
+    from neurorefiner.inference.segmenter import segment_array
 
     digest = hashlib.sha256(CKPT[preset].read_bytes()).hexdigest()
     path = probs_cache_dir(preset, "unet3d", digest, "default", 0.25) / f"{case.name}.npy"
@@ -61,7 +61,7 @@ def q(a: np.ndarray, ps=(50, 90, 99)) -> str:
 
 
 def setup_section(presets: list[str]) -> dict:
-    from neurorefiner.models.inference import DEFAULT_WINDOW, default_window, load_segmenter
+    from neurorefiner.inference.segmenter import DEFAULT_WINDOW, default_window, load_segmenter
     from neurorefiner.synth.presets import preset_params
 
     segs = {}
@@ -86,7 +86,7 @@ def setup_section(presets: list[str]) -> dict:
 def volume_section(preset: str, cases, seg) -> None:  # type: ignore[no-untyped-def]
     import cc3d
 
-    from neurorefiner.data.segmentation import normalize_image
+    from neurorefiner.data.transforms import normalize_image
 
     print(f"\n== 2. {preset} test volumes: what the network sees and predicts")
     for c in cases:
@@ -156,7 +156,7 @@ def render_with_trees(preset: str, split: str, index: int):  # type: ignore[no-u
 
 
 def distractor_section(preset: str, split: str, index: int, seg) -> None:  # type: ignore[no-untyped-def]
-    from neurorefiner.data.segmentation import normalize_image
+    from neurorefiner.data.transforms import normalize_image
 
     t0 = time.perf_counter()
     case, r, fib, same, n = render_with_trees(preset, split, index)
@@ -189,7 +189,7 @@ def ambiguity_section(preset: str, split: str, percentiles) -> None:  # type: ig
     fibres look like the target, a calibrated network cannot give a tube more than about
     target / (target + fibre) probability."""
     from neurorefiner.data import get_dataset
-    from neurorefiner.data.segmentation import normalize_image
+    from neurorefiner.data.transforms import normalize_image
 
     n_t = n_f = 0
     med_t, med_f = [], []
@@ -213,7 +213,7 @@ def threshold_section(preset: str, cases, seg) -> None:  # type: ignore[no-untyp
     """DIAGNOSTIC ONLY (test split, not a selection): what the recorded 0.6 cut costs against lower cuts,
     keep-largest -> APP2 -> F1, as rows.py scores it."""
     from neurorefiner.metrics import score_mask
-    from neurorefiner.models.inference import PostProcess, postprocess_mask
+    from neurorefiner.postprocessing.masks import PostProcess, postprocess_mask
 
     print(f"\n== 6. {preset} test split, F1 (APP2, tau 4) by threshold, DIAGNOSTIC ONLY (not a choice made on test)")
     import cc3d
@@ -254,8 +254,8 @@ def threshold_section(preset: str, cases, seg) -> None:  # type: ignore[no-untyp
 def train_section(preset: str, seg) -> None:  # type: ignore[no-untyped-def]
     """One training volume, centre-cropped on its label like validation (64x256x256), through the network."""
     from neurorefiner.data import get_dataset
-    from neurorefiner.data.segmentation import centre_crop_on_label, load_case
-    from neurorefiner.models.inference import sliding_window_probs
+    from neurorefiner.data.datamodules.segmentation import centre_crop_on_label, load_case
+    from neurorefiner.models.sliding_window import sliding_window_probs
 
     case = get_dataset(preset).cases("train")[0]
     lc = centre_crop_on_label(load_case(case, seg.normalization), (64, 256, 256))
@@ -272,9 +272,9 @@ def train_section(preset: str, seg) -> None:  # type: ignore[no-untyped-def]
 
 
 def metric_section(preset: str, case) -> None:  # type: ignore[no-untyped-def]
+    from neurorefiner.inference.init_masks import mask_dir
     from neurorefiner.io import read_mask
     from neurorefiner.metrics import score_mask
-    from neurorefiner.models.init_masks import mask_dir
 
     img_shape = case.image().shape
     gold = case.gold()
@@ -313,7 +313,7 @@ def main() -> None:
     import torch
 
     from neurorefiner.data import get_dataset
-    from neurorefiner.models.inference import load_segmenter
+    from neurorefiner.inference.segmenter import load_segmenter
 
     torch.set_num_threads(1)
     print("All data below are SYNTHETIC (neurorefiner.synth presets), not ZBFWB or CWMBS.")

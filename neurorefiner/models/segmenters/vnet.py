@@ -8,13 +8,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from neurorefiner.models.segmenters.blocks import (
-    check_channels,
-    check_input,
-    crop_to,
-    pad_to_multiple,
-    pick_size,
-)
+from neurorefiner.models.segmenters.blocks import check_channels, check_input, crop_to, pad_to_multiple, pick_size
 
 SIZES = {
     "cpu": {"base_features": 8, "kernel": 3, "convs": (1, 2, 2, 2)},

@@ -13,8 +13,8 @@ from omegaconf import DictConfig
 from neurorefiner.errors import InputError, MissingPieceError, exit_on_user_error
 
 TASKS = {
-    "refine": ("neurorefiner.models.refine_training", "train_refiner", "TopoRefineNet training (issue 6)"),
-    "segment": ("neurorefiner.models.segmentation_training", "train_segmenter",
+    "refine": ("neurorefiner.training.refiner", "train_refiner", "TopoRefineNet training (issue 6)"),
+    "segment": ("neurorefiner.training.segmenter", "train_segmenter",
                 "baseline segmenter training (issue 5)"),
 }
 

@@ -15,6 +15,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from neurorefiner.io.checkpoints import load_checkpoint
+from neurorefiner.training.loggers import build_loggers
+
 
 def _instantiate_dataset(node: DictConfig):  # type: ignore[no-untyped-def]
     from hydra.utils import instantiate
@@ -22,17 +25,8 @@ def _instantiate_dataset(node: DictConfig):  # type: ignore[no-untyped-def]
     return instantiate(node)
 
 
-def _loggers(cfg: DictConfig) -> list:
-    from hydra.utils import instantiate
-
-    node = cfg.get("logger")
-    if not node:
-        return []
-    return [instantiate(v) for v in node.values() if v and "_target_" in v]
-
-
 def build_datamodule(cfg: DictConfig, dataset=None):  # type: ignore[no-untyped-def]
-    from neurorefiner.data.segmentation import SegmentationDataModule
+    from neurorefiner.data.datamodules.segmentation import SegmentationDataModule
 
     data = OmegaConf.to_container(cfg.segmentation.data, resolve=True)
     return SegmentationDataModule(dataset if dataset is not None else _instantiate_dataset(cfg.dataset),
@@ -52,7 +46,7 @@ def build_module(cfg: DictConfig, data_spacing: tuple[float, float, float] | Non
     the dataset instead of DIADEM's spacing; the resolved value is what the exported checkpoint records."""
     from hydra.utils import instantiate
 
-    from neurorefiner.data.segmentation import DEFAULT_PERCENTILES, normalization_spec
+    from neurorefiner.data.transforms import DEFAULT_PERCENTILES, normalization_spec
     from neurorefiner.models.segmentation_module import SegmentationModule
 
     model_cfg = cfg.model
@@ -79,7 +73,7 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     from hydra.utils import instantiate
     from lightning.pytorch.callbacks import ModelCheckpoint
 
-    from neurorefiner.models.inference import export_segmenter
+    from neurorefiner.inference.segmenter import export_segmenter
 
     seg = cfg.segmentation
     # export_checkpoint=last: the end of the schedule, not the validation pick (cross-validation folds score
@@ -104,7 +98,7 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
                                  save_top_k=1, enable_version_counter=False)
     latest = ModelCheckpoint(dirpath=ckpt_dir, filename="last", monitor=None, save_top_k=1, every_n_epochs=1,
                              save_on_train_epoch_end=True, enable_version_counter=False)
-    trainer = instantiate(cfg.trainer, callbacks=[checkpoint, latest], logger=_loggers(cfg) or False)
+    trainer = instantiate(cfg.trainer, callbacks=[checkpoint, latest], logger=build_loggers(cfg) or False)
     last = ckpt_dir / "last.ckpt"
     resume = str(last) if seg.get("resume", True) and last.exists() else None
     started = time.perf_counter()
@@ -115,7 +109,7 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     best = checkpoint.best_model_path if export_which == "best" else ""
     best = best or (str(last) if last.exists() else "")
     if best:
-        state = torch.load(best, map_location="cpu", weights_only=False)["state_dict"]
+        state = load_checkpoint(best, "training checkpoint")["state_dict"]
         module.load_state_dict(state)
         metrics["best_val_dice"] = float(checkpoint.best_model_score) if checkpoint.best_model_score is not None \
             else float("nan")
@@ -148,7 +142,7 @@ def provenance_markdown(export_path: str | Path, command: str, title: str | None
     from the checkpoint's own metadata (nothing typed in)."""
     import hashlib
 
-    from neurorefiner.models.inference import load_segmenter
+    from neurorefiner.inference.segmenter import load_segmenter
 
     path = Path(export_path)
     seg = load_segmenter(path)
@@ -166,7 +160,7 @@ def provenance_markdown(export_path: str | Path, command: str, title: str | None
              + (f", chosen on {meta['postprocess_chosen_on']}" if meta.get("postprocess_chosen_on") else "")]
     if meta.get("members"):
         lines.append(f"- an average of {len(meta['members'])} networks trained alike "
-                     "(`neurorefiner.models.segmenters.ensemble`); each member:")
+                     "(`neurorefiner.inference.ensemble`); each member:")
         for i, member in enumerate(meta["members"]):
             lines.append(f"  - member {i} (`{member.get('path')}`, seed {member.get('seed', 'not recorded')}):")
             lines += ["    " + line for line in _training_lines(member)]

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from neurorefiner.metrics import score_mask
-from neurorefiner.models.inference import PostProcess, postprocess_mask
+from neurorefiner.postprocessing.masks import PostProcess, postprocess_mask
 
 SCORE_KEYS = ("PRE", "REC", "F1", "SD", "SSD")
 TIE_F1 = 0.01  # settings this close to the best mean F1 are told apart by SSD, then by simplicity

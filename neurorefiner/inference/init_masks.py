@@ -1,11 +1,11 @@
 """The initial masks M_init that refinement starts from: one segmenter's masks for every case of a split,
 cached as ``data/cache/init_masks/<dataset>/<segmenter>/<case>.tif`` with a ``manifest.json``.
 
-``python -m neurorefiner.models.init_masks --dataset diadem --segmenter unet3d``
+``python -m neurorefiner.inference.init_masks --dataset diadem --segmenter unet3d``
 uses the shipped checkpoint ``checkpoints/segmenters/<segmenter>_<dataset>_cpu.pt`` when ``--model`` is
 not given (``otsu`` needs none: the naive floor). Finished cases are skipped, so an interrupted run
 resumes; a different checkpoint (by hash) or post-processing recomputes everything. Learned segmenters'
-masks go through ``neurorefiner.models.inference.postprocess_mask`` (default: the setting chosen on the
+masks go through ``neurorefiner.postprocessing.masks.postprocess_mask`` (default: the setting chosen on the
 DIADEM validation case and recorded in the checkpoint), windows are wide by default (``default_window``).
 """
 
@@ -98,13 +98,13 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
     else:
         import dataclasses
 
-        from neurorefiner.models.inference import recorded_postprocess
+        from neurorefiner.inference.segmenter import recorded_postprocess
         ckpt = Path(model) if model else shipped_checkpoint(segmenter, dataset)
         if not ckpt.exists():
             raise InputError(f"no checkpoint for {segmenter!r} on {dataset!r}; train one with "
                              f"`python train.py task=segment model={segmenter} dataset={dataset}` and pass "
                              "--model <ckpt_dir>/segmenter.pt", ckpt)
-        from neurorefiner.models.inference import load_segmenter
+        from neurorefiner.inference.segmenter import load_segmenter
 
         digest = _sha256(ckpt)
         seg = load_segmenter(ckpt, expected_arch=segmenter)
@@ -132,11 +132,12 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
         vol = case.image()
         start = time.perf_counter()
         if seg is None:
-            from neurorefiner.models.segmenters.naive import otsu_mask
+            from neurorefiner.baselines.naive import otsu_mask
 
             mask = otsu_mask(vol.load())
         else:
-            from neurorefiner.models.inference import postprocess_mask, segment_array
+            from neurorefiner.inference.segmenter import segment_array
+            from neurorefiner.postprocessing.masks import postprocess_mask
 
             cached = (probs_cache_dir(dataset, segmenter, digest, window_l, overlap) / f"{case.name}.npy"
                       if cache_probs else None)
@@ -157,7 +158,7 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: write M_init for one dataset/segmenter/split."""
-    p = argparse.ArgumentParser(prog="python -m neurorefiner.models.init_masks", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m neurorefiner.inference.init_masks", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", required=True, help="registry name: diadem, tiny, synthetic_cwmbs_weak, ...")
     p.add_argument("--segmenter", default="unet3d", help="unet3d | nnunet_style | ... | otsu (naive floor)")

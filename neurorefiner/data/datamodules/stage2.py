@@ -1,7 +1,7 @@
 """Stage-2 training data for TopoRefineNet: real defects mined from baseline segmenters' masks.
 
 As the paper's second stage: masks of several segmenters (read from
-``data/cache/init_masks/<dataset>/<segmenter>/<case>.tif``, written by ``neurorefiner.models.init_masks``)
+``data/cache/init_masks/<dataset>/<segmenter>/<case>.tif``, written by ``neurorefiner.inference.init_masks``)
 are cut into crops; crops with significant errors are kept, judged by connected components (Betti-0 of
 the mask against the gold crop) and a voxel F1 with a small distance tolerance (thin gold tubes and
 slightly thicker predictions should not count as errors); each kept crop gets an instruction from an
@@ -12,7 +12,7 @@ without touching this module. The mined list (crop places, scores, instructions)
 manifest in ``data/cache/stage2_mined/<key>/manifest.json``; the key hashes the settings, the writer
 and the mask files, so changing any of them mines again.
 
-Batches follow the same contract as stage 1 (see :mod:`neurorefiner.data.stage1`). Crop sizes are
+Batches follow the same contract as stage 1 (see :mod:`neurorefiner.data.datamodules.stage1`). Crop sizes are
 (D, H, W) = (z, y, x).
 """
 
@@ -33,17 +33,7 @@ from scipy import ndimage
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from neurorefiner.data.stage1 import (
-    DefectSampleDataset,
-    ListDataset,
-    Stage1DefectDataModule,
-    _triple,
-    _worker_init,
-    check_not_held_out,
-    crop_padded,
-    resolve_datasets,
-    to_item,
-)
+from neurorefiner.data.datamodules.stage1 import DefectSampleDataset, ListDataset, Stage1DefectDataModule, _triple, _worker_init, check_not_held_out, crop_padded, resolve_datasets, to_item
 from neurorefiner.defects.describe import DEFAULT_LONG_GAP, betti0, describe_change
 from neurorefiner.errors import InputError
 from neurorefiner.io import read_mask
@@ -126,7 +116,7 @@ def difference_writer(image_crop: np.ndarray, mask_crop: np.ndarray, gold_crop: 
 
 
 # bump when the default writer's output changes: the id is part of the mined-set cache key
-difference_writer.writer_id = "neurorefiner.data.stage2.difference_writer@2"  # type: ignore[attr-defined]
+difference_writer.writer_id = "neurorefiner.data.datamodules.stage2.difference_writer@2"  # type: ignore[attr-defined]
 
 
 def writer_id(writer: Callable) -> str:
@@ -427,7 +417,7 @@ class Stage2MinedDataModule(L.LightningDataModule):
         if not found:
             where = wanted[0].parent if wanted else self.init_masks_root
             raise InputError("no initial masks to mine for stage 2; make masks of the training split first "
-                             "with `python -m neurorefiner.models.init_masks dataset=<name> segmenter=<name>` "
+                             "with `python -m neurorefiner.inference.init_masks dataset=<name> segmenter=<name>` "
                              "(they go to init_masks/<dataset>/<segmenter>/<case>.tif)", where)
         return found
 

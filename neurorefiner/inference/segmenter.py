@@ -8,7 +8,6 @@ segment a stack; a checkpoint of another architecture or a foreign file fails wi
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,12 +18,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from neurorefiner.data.segmentation import normalization_spec, normalize_image, percentiles_of
+from neurorefiner.data.transforms import normalization_spec, normalize_image, percentiles_of
 from neurorefiner.errors import InputError
 from neurorefiner.io.atomic import atomic_path
+from neurorefiner.io.checkpoints import load_checkpoint
+from neurorefiner.models.segmenters.build import arch_of, build_from_config
+from neurorefiner.models.sliding_window import sliding_window_probs
+from neurorefiner.postprocessing.masks import DEFAULT_POSTPROCESS, PostProcess, postprocess_mask
 
 CHECKPOINT_FORMAT = "neurorefiner-segmenter/1"
-ALLOWED_PREFIX = "neurorefiner.models.segmenters."
 
 
 @dataclass
@@ -37,41 +39,6 @@ class Segmenter:
     net_config: dict[str, Any]
     meta: dict[str, Any] = field(default_factory=dict)
     normalization: tuple[float, float] | None = None  # percentiles; None: min-max (checkpoints before 12/2026)
-
-
-def build_from_config(net_config: dict[str, Any], source: str | None = None) -> nn.Module:
-    """Instantiate ``{'_target_': 'neurorefiner.models.segmenters.x.Cls', **kwargs}`` without Hydra (only
-    our own segmenter classes: a checkpoint must not name arbitrary code to run)."""
-    cfg = dict(net_config)
-    target = str(cfg.pop("_target_", ""))
-    if not target.startswith(ALLOWED_PREFIX):
-        raise InputError(f"checkpoint names network {target!r}, not a neurorefiner segmenter", source)
-    module, _, cls = target.rpartition(".")
-    try:
-        klass = getattr(importlib.import_module(module), cls)
-    except (ImportError, AttributeError) as exc:
-        raise InputError(f"checkpoint names unknown network {target!r}", source) from exc
-    cfg = {k: (tuple(v) if isinstance(v, list) and k not in ("strides", "features") else v)
-           for k, v in cfg.items() if not k.startswith("_")}
-    try:
-        return klass(**cfg)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"cannot rebuild {target} from the checkpoint's settings: {exc}", source) from exc
-
-
-def arch_of(net_config: dict[str, Any]) -> str:
-    """The architecture's short name; an averaged ensemble of one architecture is named after it (an ensemble
-    of U-Nets is still the U-Net baseline, and ``expected_arch`` checks accept it)."""
-    members = net_config.get("members")
-    if isinstance(members, list | tuple) and members:
-        archs = {arch_of(dict(m)) for m in members}
-        return archs.pop() if len(archs) == 1 else "ensemble"
-    target = str(net_config.get("_target_", ""))
-    try:
-        module, _, cls = target.rpartition(".")
-        return getattr(importlib.import_module(module), cls).arch
-    except (ImportError, AttributeError, ValueError):
-        return target.rsplit(".", 1)[-1].lower()
 
 
 def export_segmenter(net: nn.Module, net_config: dict[str, Any], path: str | Path,
@@ -91,15 +58,7 @@ def export_segmenter(net: nn.Module, net_config: dict[str, Any], path: str | Pat
 
 
 def _read_checkpoint(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise InputError("checkpoint not found", path)
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception:  # noqa: BLE001 - Lightning checkpoints may hold non-tensor objects
-        try:
-            return torch.load(path, map_location="cpu", weights_only=False)
-        except Exception as exc:  # noqa: BLE001
-            raise InputError(f"not a readable PyTorch checkpoint ({type(exc).__name__})", path) from exc
+    return load_checkpoint(path, "segmenter checkpoint")
 
 
 def load_segmenter(path: str | Path, expected_arch: str | None = None) -> Segmenter:
@@ -139,91 +98,6 @@ def load_segmenter(path: str | Path, expected_arch: str | None = None) -> Segmen
                      percentiles_of(norm))
 
 
-def sliding_window_probs(net: nn.Module, image: np.ndarray | torch.Tensor, patch_size: Sequence[int],
-                         overlap: float = 0.25, mode: str = "gaussian", sigma_scale: float = 0.125,
-                         sw_batch_size: int = 4, device: str | torch.device = "cpu",
-                         progress: bool = False) -> np.ndarray:
-    """Foreground probability (float32 ZYX) of a normalised image, window by window.
-
-    Windows overlap by ``overlap`` (fraction of the patch) and are blended with a Gaussian (``mode``
-    'gaussian') or uniformly ('constant'); volumes smaller than the patch are zero-padded by MONAI and
-    cropped back. Accepts a ZYX array or an (N, C, D, H, W) tensor (returns the first item).
-    ``sw_batch_size`` windows go through the network together: on CPU, batches of 4 ran ~5x faster per
-    window than single windows (measured with the CPU U-Net, 16x64x64 windows, one thread).
-    """
-    from monai.inferers import sliding_window_inference
-
-    if not 0.0 <= overlap < 1.0:
-        raise ValueError(f"overlap must be in [0, 1), got {overlap}")
-    if mode not in ("gaussian", "constant"):
-        raise ValueError(f"mode must be 'gaussian' or 'constant', got {mode!r}")
-    x = torch.as_tensor(np.asarray(image, dtype=np.float32)) if isinstance(image, np.ndarray) else image
-    if x.ndim == 3:
-        x = x[None, None]
-    if not torch.isfinite(x).all():
-        raise InputError("image holds NaN/inf voxels")
-    x = x.to(device=device, dtype=torch.float32)
-    members = getattr(net, "averaged_members", None)
-    if members is not None:  # an averaged ensemble: the mean of its members' maps, each blended as its own
-        # logits (blending the ensemble's log-probabilities instead differs where windows overlap)
-        return np.mean([sliding_window_probs(m, x, patch_size, overlap, mode, sigma_scale, sw_batch_size, device,
-                                             progress) for m in members()], axis=0)
-    net = net.to(device)
-    was_training = net.training
-    net.eval()
-    with torch.inference_mode():
-        logits = sliding_window_inference(x, roi_size=tuple(int(p) for p in patch_size),
-                                          sw_batch_size=sw_batch_size, predictor=net, overlap=overlap,
-                                          mode=mode, sigma_scale=sigma_scale, progress=progress,
-                                          padding_mode="constant", cval=0.0)
-        probs = torch.softmax(logits.float(), dim=1)[:, 1] if logits.shape[1] > 1 else torch.sigmoid(logits[:, 0])
-    net.train(was_training)
-    return probs[0].cpu().numpy().astype(np.float32)
-
-
-@dataclass(frozen=True)
-class PostProcess:
-    """How a probability map becomes the mask handed to APP2 (and to refinement as M_init).
-
-    threshold: foreground probability cut.
-    dust_voxels: drop 26-connected components smaller than this (speckle); 0 keeps all.
-    keep_largest: keep only the k largest components (APP2 traces from one root, and a bright blob
-        elsewhere can take the root); 0 keeps all.
-    bridge_um: join fragments to the largest component across gaps up to this many micrometres
-        (:func:`neurorefiner.models.gap_bridging.bridge_gaps`, before the component filters; needs the
-        voxel spacing); 0 leaves breaks as they are.
-    A checkpoint may record the setting chosen for it on validation data (:func:`record_postprocess`,
-    ``experiments/segmenters/postprocess_dev.py``); that is then its default. Checkpoints without a record
-    get :data:`DEFAULT_POSTPROCESS` (plain threshold 0.5).
-    """
-
-    threshold: float = 0.5
-    dust_voxels: int = 0
-    keep_largest: int = 0
-    bridge_um: float = 0.0
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.threshold < 1.0:
-            raise ValueError(f"threshold must be in (0, 1), got {self.threshold}")
-        if self.dust_voxels < 0 or self.keep_largest < 0:
-            raise ValueError(f"dust_voxels and keep_largest must be >= 0, got {self.dust_voxels}, "
-                             f"{self.keep_largest}")
-        if not self.bridge_um >= 0:
-            raise ValueError(f"bridge_um must be >= 0, got {self.bridge_um}")
-
-    def as_dict(self) -> dict[str, Any]:
-        """The setting as recorded in checkpoints and caches; ``bridge_um`` only when used, so settings
-        recorded before it existed keep their keys (and the caches keyed on them)."""
-        d: dict[str, Any] = {"threshold": self.threshold, "dust_voxels": self.dust_voxels,
-                             "keep_largest": self.keep_largest}
-        if self.bridge_um:
-            d["bridge_um"] = self.bridge_um
-        return d
-
-
-DEFAULT_POSTPROCESS = PostProcess()
-
-
 def recorded_postprocess(segmenter: Segmenter) -> PostProcess:
     """The post-processing recorded in the segmenter's checkpoint, else :data:`DEFAULT_POSTPROCESS`."""
     rec = segmenter.meta.get("postprocess")
@@ -244,28 +118,6 @@ def record_postprocess(path: str | Path, post: PostProcess, chosen_on: str) -> P
     with atomic_path(path) as tmp:
         torch.save(ckpt, tmp)
     return path
-
-
-def postprocess_mask(probs: np.ndarray, post: PostProcess = DEFAULT_POSTPROCESS,
-                     spacing: Sequence[float] | None = None) -> np.ndarray:
-    """Binary mask (bool ZYX) of a foreground-probability map: threshold, gap bridging, dust removal, largest
-    components. ``spacing`` (z, y, x um) is needed only when ``post.bridge_um`` is set."""
-    import cc3d
-
-    mask = np.asarray(probs) > post.threshold
-    if post.bridge_um and mask.any():
-        if spacing is None:
-            raise ValueError("gap bridging (bridge_um) needs the voxel spacing")
-        from neurorefiner.models.gap_bridging import bridge_gaps
-
-        mask = bridge_gaps(mask, spacing, post.bridge_um)
-    if not mask.any() or (post.dust_voxels == 0 and post.keep_largest == 0):
-        return mask
-    if post.dust_voxels > 0:
-        mask = cc3d.dust(mask, threshold=int(post.dust_voxels), connectivity=26, in_place=True)
-    if post.keep_largest > 0 and mask.any():
-        mask = cc3d.largest_k(mask, k=int(post.keep_largest), connectivity=26, binary_image=True) > 0
-    return mask.astype(bool, copy=False)
 
 
 DEFAULT_WINDOW: tuple[int, int, int] = (64, 256, 256)

@@ -19,6 +19,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from neurorefiner.errors import InputError
+from neurorefiner.io.checkpoints import load_checkpoint
+from neurorefiner.training.loggers import build_loggers
 
 
 def checkpoint_name(stage: int | str) -> str:
@@ -64,7 +66,7 @@ def load_net_weights(net: torch.nn.Module, path: str | Path, exclude: tuple[str,
     if not path.exists():
         raise InputError("stage-1 checkpoint not found; run `python train.py +stage=1` first or set "
                          "the stage's init_from", path=str(path))
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    ckpt = load_checkpoint(path, "stage-1 checkpoint")
     state = ckpt.get("state_dict", ckpt)
     state = {k[len("net."):]: v for k, v in state.items() if k.startswith("net.")} or state
     exclude = tuple(str(e) for e in exclude)
@@ -78,17 +80,6 @@ def load_net_weights(net: torch.nn.Module, path: str | Path, exclude: tuple[str,
         first = str(exc).splitlines()[1:3]
         raise InputError(f"checkpoint does not fit the configured network ({'; '.join(first).strip()}); "
                          "use the same model config as the stage that wrote it", path=str(path)) from None
-
-
-def _loggers(cfg: DictConfig) -> list[Any]:
-    from hydra.utils import instantiate
-
-    node = cfg.get("logger")
-    if not node:
-        return []
-    if "_target_" in node:
-        return [instantiate(node)]
-    return [instantiate(v) for v in node.values() if v is not None and "_target_" in v]
 
 
 def _as_float(v: Any) -> float:
@@ -118,7 +109,7 @@ def train_refiner(cfg: DictConfig) -> dict[str, float]:
     if node.get("init_from"):
         load_net_weights(module.net, node.init_from, exclude=tuple(node.get("init_exclude") or ()))
 
-    overrides: dict[str, Any] = {"logger": _loggers(cfg) or False, "enable_checkpointing": False}
+    overrides: dict[str, Any] = {"logger": build_loggers(cfg) or False, "enable_checkpointing": False}
     if node.get("max_steps") is not None:
         overrides["max_steps"] = int(node.max_steps)
         overrides["max_epochs"] = -1

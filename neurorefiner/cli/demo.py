@@ -71,7 +71,7 @@ def _instructed_edit(out_dir: Path, n: int = 4) -> None:
     """Cut synthetic breaks into blocks of OP_6 (the validation stack TopoRefineNet never trained on) and
     let the shipped TopoRefineNet repair each from the instruction the defect implies."""
     try:
-        from neurorefiner.data.stage1 import make_stage1_sample
+        from neurorefiner.data.datamodules.stage1 import make_stage1_sample
         from neurorefiner.inference.refiner import TopoRefiner
     except ImportError:
         print("[demo] TopoRefineNet is not installed yet (issue 6): skipping the instructed edits")
