@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from neurorefiner.cli.common import friendly_errors
 from neurorefiner.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def parse_block(text: str | None, shape: tuple[int, ...]) -> tuple[slice, slice, slice]:
@@ -42,14 +46,19 @@ def edit(image: Path = typer.Argument(..., help="image stack"),
          threshold: float = typer.Option(0.5, "--threshold", help="foreground probability threshold"),
          confine_margin: int = typer.Option(4, "--confine-margin",
                                             help="voxels around the named place the edit may reach; -1 = "
-                                                 "anywhere in the block (the network's raw output)")) -> None:
+                                                 "anywhere in the block (the network's raw output)"),
+         raw: bool = typer.Option(False, "--raw", help="the network's thresholded output instead of the "
+                                                       "topology-aware decoding")) -> None:
     """The mask outside the block is copied unchanged; the block is edited by TopoRefineNet with the
-    instruction (positions such as top-left-rear refer to the block), and only near the place it names."""
+    instruction (positions such as top-left-rear refer to the block), and only near the place it names.
+    By default the network's output is decoded by topology (remove only isolated pieces, join pieces
+    along the least-cost path or leave the mask unchanged); the reason is printed. The stack around the
+    block is the decoding's context, so a neurite leaving the block is never taken for isolated noise."""
     import numpy as np
 
     from neurorefiner.agents.instructions import InstructionParseError, parse_instruction
-    from neurorefiner.io import check_same_shape, read_mask, read_volume, write_volume
     from neurorefiner.inference.refiner import TopoRefiner
+    from neurorefiner.io import check_same_shape, read_mask, read_volume, write_volume
 
     try:
         parsed = parse_instruction(instruction)
@@ -64,13 +73,29 @@ def edit(image: Path = typer.Argument(..., help="image stack"),
     check_same_shape(img, msk)
     sl = parse_block(block, img.shape)
     refiner = TopoRefiner.load(checkpoint, threshold=threshold,
-                               confine_margin=None if confine_margin == -1 else confine_margin)
+                               confine_margin=None if confine_margin == -1 else confine_margin,
+                               decoding="raw" if raw else "topology")
     image_n = img.normalized()
     current = np.asarray(msk.load(), dtype=bool)
     result = current.copy()
-    result[sl] = refiner.edit(image_n[sl], current[sl], parsed.format())
+    edited = refiner.edit_result(image_n[sl], current[sl], parsed.format(), context=block_context(current, sl))
+    result[sl] = edited.mask
     write_volume(out, result, spacing=img.spacing)
     changed = int((result != current).sum())
     added = int((result & ~current).sum())
     typer.echo(f"{parsed.format()}: {changed} voxels changed ({added} added, {changed - added} removed) "
                f"in block {block or 'whole stack'} -> {out}")
+    typer.echo(f"{edited.decoding} decoding: {edited.reason}")
+
+
+def block_context(mask: np.ndarray, sl: tuple[slice, slice, slice], halo: int = 2) -> np.ndarray:
+    """The mask around the block ``sl`` with ``halo`` voxels on every side (zeros beyond the stack), the
+    decoding's view of what continues outside the block."""
+    import numpy as np
+
+    shape = tuple(s.stop - s.start + 2 * halo for s in sl)
+    ctx = np.zeros(shape, dtype=bool)
+    src = tuple(slice(max(0, s.start - halo), min(n, s.stop + halo)) for s, n in zip(sl, mask.shape, strict=True))
+    dst = tuple(slice(a.start - (s.start - halo), a.stop - (s.start - halo)) for a, s in zip(src, sl, strict=True))
+    ctx[dst] = mask[src]
+    return ctx

@@ -1,0 +1,235 @@
+"""Topology-aware decoding of TopoRefineNet's output: remove only isolated pieces (a neurite crossing the
+named cell is never cut, also where it leaves the block), join pieces at the named place along the
+least-cost path within limits, and say why when nothing is done."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from neurorefiner.defects import betti0
+from neurorefiner.errors import InputError
+from neurorefiner.inference.decoding import (
+    NO_OUTSIDE,
+    DecodingConfig,
+    decode,
+    decode_remove,
+    grow,
+    outside_contact,
+    raw_decode,
+)
+from neurorefiner.inference.refiner import TopoRefiner
+from neurorefiner.models.text_encoders import HashingEncoder
+from neurorefiner.models.toporefinenet import TopoRefineNet
+from neurorefiner.topology.instructions import Instruction
+
+SHAPE = (12, 30, 30)
+
+
+def neurite(shape: tuple[int, int, int] = SHAPE, y: int = 15, z: int = 6) -> np.ndarray:
+    """A straight neurite along x through the whole block, 1 slice thick in z and 3 rows in y."""
+    m = np.zeros(shape, bool)
+    m[z, y - 1:y + 2, :] = True
+    return m
+
+
+def test_remove_keeps_a_neurite_crossing_the_cell_that_raw_decoding_cuts():
+    true = neurite()
+    noisy = true.copy()
+    noisy[5:8, 10:12, 13:16] = True  # a blob in the centre cell, apart from the neurite
+    ins = Instruction("remove", "center-center-center")
+    prob = np.zeros(SHAPE, np.float32)  # the network rejects everything at the named place
+    region = ins.region(SHAPE)
+    raw = raw_decode(noisy, prob, grow(region, 4), 0.5)
+    assert betti0(raw.mask) > betti0(true)  # the old decoding cuts the neurite
+    res = decode(noisy, prob, None, ins)
+    assert np.array_equal(res.mask, true)
+    assert res.changed and res.removed_voxels == 18 and res.removed_pieces == 1
+    assert "continue beyond" in res.reason
+
+
+def test_remove_keeps_a_piece_that_leaves_the_block_and_removes_it_when_the_halo_is_empty():
+    mask = np.zeros(SHAPE, bool)
+    mask[6, 14:17, 0:6] = True  # touches the left face
+    ins = Instruction("remove", "center-left-center")
+    prob = np.zeros(SHAPE, np.float32)
+    assert not decode(mask, prob, None, ins).changed  # unknown outside: may continue, kept
+    halo = np.zeros(tuple(s + 4 for s in SHAPE), bool)
+    halo[2:-2, 2:-2, 2:-2] = mask
+    continued = halo.copy()
+    continued[8, 16:19, 0:2] = True  # the neurite continues to the left of the block
+    assert not decode(mask, prob, None, ins, context=continued).changed
+    assert decode(mask, prob, None, ins, context=halo).removed_voxels == 18
+    assert decode(mask, prob, None, ins, context=NO_OUTSIDE).removed_voxels == 18
+    assert not decode(mask, prob, None, ins, context={"left": True}).changed
+    # the image shows it and the network rejects it: still not trimmed back to the face
+    assert not decode(mask, prob, mask.astype(np.float32), ins).changed
+    with pytest.raises(ValueError, match="halo"):
+        outside_contact(mask, np.zeros((13, 30, 30), bool))
+    with pytest.raises(ValueError, match="faces"):
+        outside_contact(mask, {"up": True})
+
+
+def test_remove_only_what_the_network_rejects_and_say_why_when_nothing_is_removed():
+    mask = neurite()
+    mask[6, 3:6, 13:16] = True  # isolated blob in the top-center-center cell
+    ins = Instruction("remove", "top-center-center")
+    keep = decode(mask, mask.astype(np.float32), None, ins)  # the network keeps the blob
+    assert not keep.changed and "marks them foreground" in keep.reason
+    gone = decode(mask, np.zeros(SHAPE, np.float32), None, ins)
+    assert gone.removed_voxels == 9 and np.array_equal(gone.mask, neurite())
+    empty = decode(neurite(), np.zeros(SHAPE, np.float32), None, Instruction("remove", "top-left-front"))
+    assert not empty.changed and "nothing to remove" in empty.reason
+
+
+def test_remove_trims_a_blob_stuck_to_a_neurite_but_not_the_neurite_flank():
+    true = neurite()
+    noisy = true.copy()
+    noisy[5:8, 9:14, 13:18] = True  # blob stuck to the neurite's upper flank (rows 14-16)
+    ins = Instruction("remove", "center-center-center")
+    prob = np.where(noisy & ~true, 0.0, 1.0).astype(np.float32)
+    prob[6, 14, 10:20] = 0.0  # the network also rejects a flank row of the true neurite
+    image = true.astype(np.float32)  # the image shows the neurite, not the blob
+    res = decode_remove(noisy, prob, ins.region(SHAPE), context=NO_OUTSIDE, image=image)
+    assert res.changed and betti0(res.mask) == 1
+    assert not (true & ~res.mask).any()  # no true voxel lost
+    assert (noisy & ~true & ~res.mask).sum() >= 60  # most of the blob is gone
+
+
+def broken(gap: tuple[int, int] = (12, 18)) -> tuple[np.ndarray, np.ndarray]:
+    true = neurite()
+    cut = true.copy()
+    cut[:, :, gap[0]:gap[1]] = False
+    return true, cut
+
+
+def test_repair_joins_the_break_along_the_bright_path_where_raw_decoding_leaves_it_open():
+    true, cut = broken()
+    image = true.astype(np.float32) * 0.8
+    prob = cut.astype(np.float32)  # a network that does not fill the gap
+    ins = Instruction("repair", "center-center-center")
+    raw = raw_decode(cut, prob, grow(ins.region(SHAPE), 4), 0.5)
+    assert betti0(raw.mask) == 2
+    res = decode(cut, prob, image, ins)
+    assert res.changed and betti0(res.mask) == 1 and "joined 1 gap" in res.reason
+    gap = true & ~cut
+    assert (res.mask & gap).sum() == gap.sum()  # the whole gap, at the neurite's own thickness
+    assert not (res.mask & ~true).any() and res.added_voxels == gap.sum()
+    assert res.joins[0].length == 6 and res.joins[0].painted
+
+
+def test_repair_leaves_a_dark_or_long_gap_unchanged_with_the_reason():
+    _, cut = broken()
+    ins = Instruction("repair", "center-center-center")
+    dark = decode(cut, np.zeros(SHAPE, np.float32), np.zeros(SHAPE, np.float32), ins)
+    assert not dark.changed and np.array_equal(dark.mask, cut) and "darkness" in dark.reason
+    _, long_cut = broken((4, 26))
+    long = decode(long_cut, np.ones(SHAPE, np.float32), None, Instruction("repair", "center-center-center"),
+                  config={"connect_margin": 10, "max_gap_voxels": 10})
+    assert not long.changed and "gap 22 voxels > 10" in long.reason
+
+
+def test_repair_never_joins_pieces_the_named_place_does_not_touch():
+    _, cut = broken()
+    bright = np.ones(SHAPE, np.float32)
+    res = decode(cut, bright, bright, Instruction("repair", "top-left-front"))
+    assert not res.changed and "nothing to connect" in res.reason
+    one = decode(neurite(), bright, bright, Instruction("repair", "center-center-center"))
+    assert not one.changed and "one component" in one.reason
+
+
+def test_pieces_joined_outside_the_block_are_not_joined_again():
+    _, cut = broken()
+    mask = cut.copy()
+    mask[0:7, 15, 0] = mask[0:7, 15, 29] = True  # both pieces run to the front face
+    ins = Instruction("repair", "center-center-center")
+    bright = np.ones(SHAPE, np.float32)
+    halo = np.zeros(tuple(s + 4 for s in SHAPE), bool)
+    halo[2:-2, 2:-2, 2:-2] = mask
+    assert decode(mask, bright, bright, ins, context=halo).changed  # apart outside too: joined
+    halo[1, 2 + 15, 2:-2] = True  # one fibre in front of the block joins both pieces
+    res = decode(mask, bright, bright, ins, context=halo)
+    assert not res.changed and "joined outside the block" in res.reason
+
+
+def test_connect_from_a_to_b_joins_a_piece_at_each_end():
+    true, cut = broken((8, 22))
+    image = true.astype(np.float32)
+    ins = Instruction("connect", "center-left-center", "center-right-center")
+    res = decode(cut, cut.astype(np.float32), image, ins, config={"max_gap_voxels": 20})
+    assert res.changed and betti0(res.mask) == 1
+
+
+def test_decoding_config_rejects_bad_settings():
+    with pytest.raises(ValueError, match="threshold"):
+        DecodingConfig(threshold=1.5)
+    with pytest.raises(ValueError, match="unknown decoding settings"):
+        DecodingConfig.build({"tube": 3})
+    with pytest.raises(ValueError, match="shapes differ"):
+        decode(neurite(), np.zeros((2, 2, 2)), None, Instruction("repair", "top-left-front"))
+
+
+class _Remover(torch.nn.Module):
+    """A stand-in network that calls every voxel background (the raw network that cuts neurites)."""
+
+    spatial_dims, text_dim, region_channel, min_size = 3, 16, True, 8
+
+    def forward(self, image, mask, emb, region=None):
+        return torch.cat([torch.ones_like(image), -torch.ones_like(image)], dim=1)
+
+    @staticmethod
+    def probabilities(logits):
+        return torch.softmax(logits, dim=1)[:, 1:2]
+
+
+def test_refiner_default_decoding_keeps_the_crossing_neurite_and_raw_cuts_it():
+    mask = neurite()
+    img = mask.astype(np.float32)
+    ins = "Remove isolated noise at center-center-center"
+    raw = TopoRefiner(_Remover(), HashingEncoder(dim=16), decoding="raw").edit(img, mask, ins)
+    assert betti0(raw) == 2
+    topo = TopoRefiner(_Remover(), HashingEncoder(dim=16))
+    out = topo.edit(img, mask, ins)
+    assert out.dtype == bool and np.array_equal(out, mask)
+    assert "continue beyond" in topo.edit_result(img, mask, ins).reason
+    with pytest.raises(ValueError, match="decoding"):
+        TopoRefiner(_Remover(), HashingEncoder(dim=16), decoding="magic")
+    with pytest.raises(InputError, match="halo"):
+        topo.edit_result(img, mask, ins, context=np.zeros((3, 3, 3), bool))
+
+
+def test_a_block_smaller_than_the_network_minimum_is_padded():
+    torch.manual_seed(0)
+    net = TopoRefineNet(channels=(4, 8, 16, 32), text_dim=16)  # needs blocks of 16 voxels per axis
+    r = TopoRefiner(net, HashingEncoder(dim=16))
+    for shape in [(1, 5, 5), (3, 4, 7)]:
+        mask = np.zeros(shape, bool)
+        mask[0, 1, :] = True
+        res = r.edit_result(np.zeros(shape, np.float32), mask, "Repair break at center-center-center")
+        assert res.mask.shape == shape and not res.changed and res.reason
+
+
+def test_edit_command_decodes_by_default_and_raw_on_request(tmp_path):
+    from neurorefiner.cli.main import app
+    from neurorefiner.io import read_mask, write_volume
+
+    net_cfg = {"_target_": "neurorefiner.models.toporefinenet.TopoRefineNet", "channels": [4, 8], "text_dim": 16}
+    te_cfg = {"_target_": "neurorefiner.models.text_encoders.HashingEncoder", "dim": 16}
+    torch.manual_seed(0)
+    net = TopoRefineNet(channels=(4, 8), text_dim=16)
+    ckpt = tmp_path / "t.ckpt"
+    torch.save({"state_dict": {f"net.{k}": v for k, v in net.state_dict().items()},
+                "hyper_parameters": {"net_config": net_cfg, "text_encoder_config": te_cfg, "stage": 1}}, ckpt)
+    mask = neurite()
+    write_volume(tmp_path / "img.tif", (mask * 200).astype(np.uint8))
+    write_volume(tmp_path / "mask.tif", mask)
+    args = ["edit", str(tmp_path / "img.tif"), str(tmp_path / "mask.tif"), "--instruction",
+            "Remove isolated noise at center-center-center", "--checkpoint", str(ckpt)]
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a.tif")])
+    assert res.exit_code == 0, res.output
+    assert "topology decoding:" in res.output
+    assert np.array_equal(read_mask(tmp_path / "a.tif").load(), mask)
+    res = CliRunner().invoke(app, [*args, "--raw", "--out", str(tmp_path / "b.tif")])
+    assert res.exit_code == 0 and "raw decoding:" in res.output
