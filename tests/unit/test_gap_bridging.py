@@ -14,7 +14,7 @@ from neurorefiner.errors import InputError
 from neurorefiner.inference.segmenter import load_segmenter, record_postprocess, recorded_postprocess, segment_array
 from neurorefiner.postprocessing.gap_bridging import bridge_gaps
 from neurorefiner.postprocessing.masks import PostProcess, postprocess_mask
-from tests.unit.test_segment_round2 import _stack, _tiny_export
+from tests.unit.test_segmenter_normalisation_and_postprocess import _stack, _tiny_export
 
 
 def _broken_fibre(gap: int, tail: int = 30) -> np.ndarray:
