@@ -1,0 +1,221 @@
+"""Finding topological defects in a mask from its components alone (no learning, deterministic).
+
+What a person looks for in the paper's Inspector prompt, written as geometry:
+
+* **FN (a break)**: two large enough components whose closest points are within ``gap_max`` voxels, at
+  least one of them an *end* facing the other (the component's mass near that point lies behind it,
+  away from the gap), and image signal along the straight gap (its lower quartile well above the
+  background). Pairs are taken shortest first, and only while they join pieces not yet joined, so a
+  chain of fragments gives a chain of breaks, not every pair.
+* **FP (noise)**: a component that is not the largest, not part of a break, and either tiny
+  (``<= fp_max_size`` voxels) or a compact blob (``<= blob_max_size`` voxels and not elongated).
+
+Components are whole-volume ones, so a piece cut at a block border is judged with its continuation.
+Distances are in xy voxel units with z scaled by the spacing (anisotropic stacks). The number of
+components examined as break candidates is capped (``max_candidates``, largest first), which keeps a
+mask of 10,000 specks to linear work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import cc3d
+import numpy as np
+from scipy.spatial import cKDTree
+
+from neurorefiner.agents.roles import Defect
+from neurorefiner.topology.blocks import label_components
+
+
+@dataclass(frozen=True)
+class DetectSettings:
+    """Thresholds of the heuristic detector (chosen on development data only, never on test stacks)."""
+
+    fp_max_size: int = 60
+    blob_max_size: int = 400
+    blob_elongation: float = 2.5
+    fn_min_size: int = 20
+    gap_max: float = 20.0
+    max_candidates: int = 64
+    signal_min: float = 0.25
+    end_radius: float = 8.0
+
+
+def _zscale(spacing: Sequence[float]) -> np.ndarray:
+    z, y, x = (float(s) for s in spacing)
+    xy = min(y, x)
+    return np.array([z / xy, y / xy, x / xy])
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+
+    def find(self, a: int) -> int:
+        self.parent.setdefault(a, a)
+        while self.parent[a] != a:
+            self.parent[a] = self.parent[self.parent[a]]
+            a = self.parent[a]
+        return a
+
+    def union(self, a: int, b: int) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return False
+        self.parent[rb] = ra
+        return True
+
+
+def _intensity_levels(image: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
+    """Median background and foreground intensity (on a subsample: this runs every round)."""
+    step = max(1, int(round((image.size / 2_000_000) ** (1 / 3))))
+    img, msk = image[::step, ::step, ::step], mask[::step, ::step, ::step]
+    bg = float(np.median(img[~msk])) if (~msk).any() else 0.0
+    fg = float(np.median(img[msk])) if msk.any() else 1.0
+    if msk.sum() < 10 and mask.any():
+        fg = float(np.median(image[mask]))
+    return bg, fg
+
+
+def gap_signal(image: np.ndarray, a: np.ndarray, b: np.ndarray, bg: float, fg: float) -> float:
+    """How bright the straight gap a->b is, from 0 (background) to 1 (like the foreground): the lower
+    quartile of the samples strictly between the two ends."""
+    n = int(np.ceil(np.linalg.norm(b - a))) + 1
+    if n <= 2:
+        return 1.0
+    t = np.linspace(0.0, 1.0, n)[1:-1, None]
+    pts = np.rint(a[None] + t * (b - a)[None]).astype(int)
+    pts = np.clip(pts, 0, np.array(image.shape) - 1)
+    vals = image[pts[:, 0], pts[:, 1], pts[:, 2]]
+    span = fg - bg
+    if span <= 1e-6:
+        return 0.0
+    return float((np.percentile(vals, 25) - bg) / span)
+
+
+def _facing(tree: cKDTree, coords: np.ndarray, p: np.ndarray, towards: np.ndarray, radius: float) -> float:
+    """Cosine between the gap direction and the way the component's nearby mass lies from p, scaled by
+    how far behind p that mass is: about -1 at an end facing the gap, about 0 on a tube's side."""
+    idx = tree.query_ball_point(p, radius)
+    if len(idx) < 2:
+        return -1.0  # a lone voxel: all end
+    offset = coords[idx].mean(axis=0) - p
+    g = towards - p
+    norm_o, norm_g = np.linalg.norm(offset), np.linalg.norm(g)
+    if norm_o < 1e-6 or norm_g < 1e-6:
+        return 0.0
+    strength = min(1.0, norm_o / (0.35 * radius))
+    return float(np.dot(offset, g) / (norm_o * norm_g)) * strength
+
+
+def find_breaks(mask: np.ndarray, image: np.ndarray, labels: np.ndarray, sizes: np.ndarray,
+                spacing: Sequence[float], s: DetectSettings) -> list[tuple[Defect, int, int]]:
+    """FN defects (with the two component labels each joins), shortest gap first."""
+    scale = _zscale(spacing)
+    order = [int(c) for c in np.argsort(-sizes) if c > 0 and sizes[c] >= s.fn_min_size][: s.max_candidates]
+    if len(order) < 2:
+        return []
+    stats = cc3d.statistics(labels, no_slice_conversion=True)
+    boxes = stats["bounding_boxes"]  # per label: z0, z1, y0, y1, x0, x1 (inclusive, array order)
+    pts: dict[int, np.ndarray] = {}
+    trees: dict[int, cKDTree] = {}
+    for c in order:
+        z0, z1, y0, y1, x0, x1 = (int(v) for v in boxes[c])
+        local = np.argwhere(labels[z0:z1 + 1, y0:y1 + 1, x0:x1 + 1] == c) + np.array([z0, y0, x0])
+        pts[c] = local
+        trees[c] = cKDTree(local * scale)
+    bg, fg = _intensity_levels(image, mask)
+    found: list[tuple[float, Defect, int, int]] = []
+    for i, ci in enumerate(order):
+        bi = np.asarray(boxes[ci], dtype=float)
+        for cj in order[i + 1:]:
+            bj = np.asarray(boxes[cj], dtype=float)
+            # bounding boxes farther apart than the gap cannot hold a break
+            lo_i, hi_i = bi[[0, 2, 4]] * scale, bi[[1, 3, 5]] * scale
+            lo_j, hi_j = bj[[0, 2, 4]] * scale, bj[[1, 3, 5]] * scale
+            sep = np.maximum(0.0, np.maximum(lo_i - hi_j, lo_j - hi_i))
+            if np.linalg.norm(sep) > s.gap_max:
+                continue
+            small, big = (ci, cj) if len(pts[ci]) <= len(pts[cj]) else (cj, ci)
+            d, idx = trees[big].query(pts[small] * scale, distance_upper_bound=s.gap_max)
+            k = int(np.argmin(d))
+            if not np.isfinite(d[k]):
+                continue
+            p_small, p_big = pts[small][k], pts[big][int(idx[k])]
+            a, b = p_small * scale, p_big * scale
+            face_small = _facing(trees[small], pts[small] * scale, a, b, s.end_radius)
+            face_big = _facing(trees[big], pts[big] * scale, b, a, s.end_radius)
+            if min(face_small, face_big) > -0.5 or max(face_small, face_big) > 0.2:
+                continue  # neither is an end facing the other, or one turns away
+            signal = gap_signal(image, p_small.astype(float), p_big.astype(float), bg, fg)
+            if signal < s.signal_min:
+                continue
+            dist = float(d[k])
+            note = (f"gap {dist:.1f} vox between pieces of {int(sizes[small])} and {int(sizes[big])} voxels, "
+                    f"signal {signal:.2f}")
+            defect = Defect("FN", (tuple(int(v) for v in p_small), tuple(int(v) for v in p_big)),
+                            int(min(sizes[small], sizes[big])), note)
+            found.append((dist, defect, small, big))
+    found.sort(key=lambda t: (t[0], t[1].anchors))
+    joined = _UnionFind()
+    out = []
+    for _, defect, a, b in found:
+        if joined.union(a, b):
+            out.append((defect, a, b))
+    return out
+
+
+def _elongation(coords: np.ndarray, scale: np.ndarray) -> float:
+    """sqrt of the largest over the second principal variance (1 for a ball, large for a tube)."""
+    if len(coords) < 3:
+        return 1.0
+    c = coords * scale
+    ev = np.sort(np.linalg.eigvalsh(np.cov(c.T)))[::-1]
+    return float(np.sqrt(ev[0] / max(ev[1], 1e-3)))
+
+
+def find_noise(labels: np.ndarray, sizes: np.ndarray, exclude: set[int], spacing: Sequence[float],
+               s: DetectSettings) -> list[Defect]:
+    """FP defects: tiny pieces and compact blobs, largest first."""
+    if len(sizes) <= 2:
+        return []
+    scale = _zscale(spacing)
+    main = int(np.argmax(sizes[1:]) + 1)
+    cand = [c for c in np.flatnonzero((sizes > 0) & (sizes <= s.blob_max_size)) if c != main and c not in exclude]
+    if not cand:
+        return []
+    stats = cc3d.statistics(labels, no_slice_conversion=True)
+    boxes = stats["bounding_boxes"]
+    out = []
+    for c in sorted(cand, key=lambda c: (-int(sizes[c]), int(c))):
+        z0, z1, y0, y1, x0, x1 = (int(v) for v in boxes[c])
+        local = np.argwhere(labels[z0:z1 + 1, y0:y1 + 1, x0:x1 + 1] == c) + np.array([z0, y0, x0])
+        size = int(sizes[c])
+        if size > s.fp_max_size:
+            elong = _elongation(local, scale)
+            if elong >= s.blob_elongation:
+                continue
+            note = f"compact piece of {size} voxels (elongation {elong:.1f}), apart from the tree"
+        else:
+            note = f"speck of {size} voxels, apart from the tree"
+        centre = local.mean(axis=0)
+        anchor = local[int(np.argmin(((local - centre) ** 2).sum(axis=1)))]
+        out.append(Defect("FP", (tuple(int(v) for v in anchor),), size, note))
+    return out
+
+
+def find_defects(mask: np.ndarray, image: np.ndarray, spacing: Sequence[float] = (1.0, 1.0, 1.0),
+                 settings: DetectSettings | None = None, labels: np.ndarray | None = None) -> list[Defect]:
+    """Breaks first (shortest gap first), then noise (largest first): the order in which to fix them."""
+    s = settings or DetectSettings()
+    mask = np.asarray(mask, dtype=bool)
+    if labels is None:
+        labels, _ = label_components(mask)
+    sizes = np.bincount(labels.ravel())
+    if len(sizes) <= 2:
+        return []
+    breaks = find_breaks(mask, np.asarray(image, dtype=np.float32), labels, sizes, spacing, s)
+    joined = {c for _, a, b in breaks for c in (a, b)}
+    return [d for d, _, _ in breaks] + find_noise(labels, sizes, joined, spacing, s)

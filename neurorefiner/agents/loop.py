@@ -1,0 +1,382 @@
+"""Algorithm 1: inspect, advise, edit, validate, merge; round after round until nothing is flagged.
+
+Per round the Inspector flags blocks; each flagged block's work (every defect: up to ``t_max``
+advisor -> edit -> validate tries, stopping at the first accepted edit) is :func:`refine_block`, a pure
+function of the block's region (image and mask of the block with a halo) and its flag, so blocks map
+over threads here and could map over a cluster unchanged. All blocks of a round start from the same
+mask; their accepted edits are merged afterwards in block order, each as the voxels it changed.
+Defects that exhausted their tries are escalated (listed for a person) and not retried in later rounds
+(a deterministic advisor would only repeat itself); set ``retry_failed`` to retry them.
+
+At most ``max_defects_per_round`` defects are worked on per round (the Inspector's priority order:
+breaks by gap length, then noise by size); the rest wait for the next round. A mask of 10,000 specks
+therefore costs ``t_max`` capped rounds, not 10,000 edits.
+
+Every decision goes to the trace as it is made; a run restarted on the same inputs and settings takes
+finished rounds' inspections and finished blocks from the trace instead of recomputing them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from neurorefiner.agents.ablation import ROLE_SETS, GenericAdvisor, InspectorOnlyAdvisor, keep_everything, tiles
+from neurorefiner.agents.editor import run_editor
+from neurorefiner.agents.roles import (
+    Advice,
+    Advisor,
+    Attempt,
+    BlockContext,
+    CallInfo,
+    Defect,
+    Editor,
+    Flag,
+    GlobalView,
+    Inspection,
+    Inspector,
+    Step,
+    Validator,
+)
+from neurorefiner.agents.trace import TRACE_VERSION, array_hash, decode_mask, encode_mask
+from neurorefiner.topology.blocks import Block, Slices, expand, grid_blocks, slices_from_list, slices_to_list
+
+INSPECTOR_INPUTS = ("global_mip", "block_mips", "betti0")
+Emit = Callable[[dict], None]
+
+
+@dataclass
+class LoopSettings:
+    """The loop's knobs (paper defaults: T_max = 5, 128 x 128 blocks)."""
+
+    t_max: int = 5
+    block_size: int = 128
+    block_depth: int | None = None
+    editor_size: tuple[int, int, int] = (32, 64, 64)
+    halo: int | None = None                # default: half the editor's largest side
+    max_defects_per_round: int = 32
+    roles: str = "full"                    # full | no_validator | inspector_only | none (Table 3)
+    inspector_inputs: tuple[str, ...] = INSPECTOR_INPUTS   # Table 5
+    concurrency: int = 1
+    retry_failed: bool = False
+    generic_instruction: str = "Repair break at center-center-center"
+
+    def __post_init__(self) -> None:
+        if self.t_max < 1:
+            raise ValueError(f"t_max must be >= 1, got {self.t_max}")
+        if self.roles not in ROLE_SETS:
+            raise ValueError(f"roles must be one of {ROLE_SETS}, got {self.roles!r}")
+        bad = set(self.inspector_inputs) - set(INSPECTOR_INPUTS)
+        if bad or not self.inspector_inputs:
+            raise ValueError(f"inspector_inputs must be a non-empty subset of {INSPECTOR_INPUTS}, got "
+                             f"{list(self.inspector_inputs)}")
+        if self.max_defects_per_round < 1 or self.concurrency < 1:
+            raise ValueError("max_defects_per_round and concurrency must be >= 1")
+        self.editor_size = tuple(int(v) for v in self.editor_size)  # type: ignore[assignment]
+        self.inspector_inputs = tuple(self.inspector_inputs)
+        if self.halo is None:
+            self.halo = max(self.editor_size) // 2
+
+    def as_dict(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass
+class Agents:
+    """The three roles the loop talks to (any implementations)."""
+
+    inspector: Inspector
+    advisor: Advisor
+    validator: Validator
+
+
+@dataclass
+class Edit:
+    """An accepted edit: its window in volume coordinates and the window's mask before and after."""
+
+    window: Slices
+    before: np.ndarray
+    after: np.ndarray
+
+    def as_dict(self) -> dict:
+        return {"window": slices_to_list(self.window), "before": encode_mask(self.before),
+                "after": encode_mask(self.after)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Edit:
+        return cls(slices_from_list(d["window"]), decode_mask(d["before"]), decode_mask(d["after"]))
+
+
+@dataclass
+class BlockOutcome:
+    """What one block's work produced: accepted edits and one status per defect worked on."""
+
+    block: int
+    edits: list[Edit]
+    statuses: list[dict]
+    seconds: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"block": self.block, "edits": [e.as_dict() for e in self.edits], "statuses": self.statuses,
+                "seconds": self.seconds}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> BlockOutcome:
+        return cls(int(d["block"]), [Edit.from_dict(e) for e in d["edits"]], list(d["statuses"]),
+                   dict(d.get("seconds", {})))
+
+
+@dataclass
+class LoopResult:
+    mask: np.ndarray
+    rounds: list[dict]
+    escalated: dict[int, list[dict]]
+    seconds: dict
+    converged: bool
+    counts: dict
+
+
+def _decision(step: Step | None, rnd: int, block: int | None, role: str, info: CallInfo, decision: Any,
+              input_hash: str | None = None, **extra: Any) -> dict:
+    rec = {"type": "decision", "round": rnd, "block": block, "role": role, "input_hash": input_hash,
+           "defect": None if step is None else step.defect, "attempt": None if step is None else step.attempt,
+           **info.as_dict(), "decision": decision}
+    rec.update(extra)
+    return rec
+
+
+def refine_block(ctx: BlockContext, flag: Flag, defects: list[tuple[int, Defect]], agents: Agents, editor: Editor,
+                 t_max: int, validate: bool = True, emit: Emit | None = None, input_hash: str | None = None
+                 ) -> BlockOutcome:
+    """One block's work: each defect gets up to ``t_max`` advisor -> edit -> validate tries; accepted edits
+    are applied to the region (``ctx.mask``) before the next defect. Pure apart from ``emit``."""
+    emit = emit or (lambda rec: None)
+    edits: list[Edit] = []
+    statuses: list[dict] = []
+    seconds = {"advisor": 0.0, "editor": 0.0, "validator": 0.0}
+    for index, defect in defects:
+        history: list[Attempt] = []
+        status = {"defect": index, "key": defect.key, "kind": defect.kind, "status": "escalated",
+                  "attempts": 0, "reason": ""}
+        for k in range(t_max):
+            step = Step(ctx.round, ctx.block.id, index, k)
+            advice: Advice | None = agents.advisor.advise(ctx, flag, defect, step, history)
+            info = advice.info if advice is not None else CallInfo(getattr(agents.advisor, "name", "advisor"))
+            seconds["advisor"] += info.seconds
+            emit(_decision(step, ctx.round, ctx.block.id, "advisor", info,
+                           None if advice is None else advice.as_dict(), input_hash, defect_kind=defect.kind))
+            if advice is None:
+                status["reason"] = status["reason"] or "the advisor had no instruction to try"
+                if k:
+                    status["reason"] = f"{k} tries rejected; last: {status['reason']}"
+                break
+            before = ctx.mask[advice.frame.window].copy()
+            t0 = time.perf_counter()
+            after, why = run_editor(editor, advice.frame, ctx.image, ctx.mask, advice.instruction)
+            dt = time.perf_counter() - t0
+            seconds["editor"] += dt
+            added, removed = int((after & ~before).sum()), int((before & ~after).sum())
+            emit(_decision(step, ctx.round, ctx.block.id, "editor", CallInfo("editor", seconds=dt, raw=why),
+                           {"instruction": advice.instruction.format(), "added": added, "removed": removed},
+                           input_hash, window=slices_to_list(tuple(
+                               slice(s.start + o, s.stop + o) for s, o in zip(advice.frame.window, ctx.origin))),
+                           before=encode_mask(before), after=encode_mask(after)))
+            if validate:
+                verdict = agents.validator.validate(ctx, flag, defect, advice, before, after, step)
+            else:
+                verdict = keep_everything("kept without validation (ablation)")
+            seconds["validator"] += verdict.info.seconds
+            emit(_decision(step, ctx.round, ctx.block.id, "validator", verdict.info, verdict.as_dict(), input_hash))
+            history.append(Attempt(step, advice, verdict, added, removed))
+            status["attempts"] = k + 1
+            status["instruction"] = advice.instruction.format()
+            status["reason"] = verdict.reason
+            if verdict.accept:
+                ctx.mask[advice.frame.window] = after
+                window = tuple(slice(s.start + o, s.stop + o) for s, o in zip(advice.frame.window, ctx.origin))
+                edits.append(Edit(window, before, after))  # type: ignore[arg-type]
+                status["status"] = "fixed"
+                break
+        statuses.append(status)
+    return BlockOutcome(ctx.block.id, edits, statuses, {k: round(v, 4) for k, v in seconds.items()})
+
+
+def merge(mask: np.ndarray, outcomes: Iterable[BlockOutcome]) -> int:
+    """Apply accepted edits in block order, each as the voxels it changed; returns voxels changed."""
+    n = 0
+    for o in sorted(outcomes, key=lambda o: o.block):
+        for e in o.edits:
+            changed = e.before != e.after
+            view = mask[e.window]
+            n += int((view[changed] != e.after[changed]).sum())
+            view[changed] = e.after[changed]
+    return n
+
+
+class PriorRun:
+    """Finished work found in an earlier trace of the same run (same inputs and settings)."""
+
+    def __init__(self, records: list[dict]) -> None:
+        self.inspections: dict[tuple[int, str], dict] = {}
+        self.blocks: dict[tuple[int, int, str], dict] = {}
+        for r in records:
+            if r.get("type") == "decision" and r.get("role") == "inspector":
+                self.inspections[(int(r["round"]), str(r["input_hash"]))] = r
+            elif r.get("type") == "block_done":
+                self.blocks[(int(r["round"]), int(r["block"]), str(r["input_hash"]))] = r
+
+    def inspection(self, rnd: int, mask_hash: str) -> Inspection | None:
+        r = self.inspections.get((rnd, mask_hash))
+        if r is None:
+            return None
+        flags = {int(f["block"]): Flag.from_dict(f) for f in r["decision"]["flags"]}
+        return Inspection(flags, CallInfo(r.get("backend", "trace"), r.get("prompt_id"), r.get("raw")))
+
+    def block(self, rnd: int, block: int, input_hash: str) -> BlockOutcome | None:
+        r = self.blocks.get((rnd, block, input_hash))
+        return None if r is None else BlockOutcome.from_dict(r["outcome"])
+
+
+def block_key(ctx: BlockContext, flag: Flag) -> str:
+    """The hash of everything a block's work depends on: region image, region mask, flag."""
+    return array_hash(ctx.image, ctx.mask) + ":" + array_hash(
+        np.frombuffer(repr(flag.as_dict()).encode(), dtype=np.uint8))
+
+
+def _generic_inspection(blocks: list[Block], settings: LoopSettings) -> Inspection:
+    flags = {}
+    for b in blocks:
+        ds = tuple(Defect("FN", (c,), 0, "every block, no agents") for c in tiles(b.slices, settings.editor_size))
+        flags[b.id] = Flag(b.id, "FN", ds, "no agents: every block")
+    return Inspection(flags, CallInfo("none"))
+
+
+def _select(inspection: Inspection, given_up: set[str], cap: int | None) -> tuple[dict[int, list], int]:
+    """Defects to work on this round, in the Inspector's order, at most ``cap``; and how many wait."""
+    chosen: dict[int, list[tuple[int, Defect]]] = {}
+    n, waiting = 0, 0
+    for bid, flag in inspection.flags.items():
+        ds = list(flag.defects) or [Defect(flag.kind)]
+        for i, d in enumerate(ds):
+            if d.anchors and d.key in given_up:
+                continue
+            if cap is not None and n >= cap:
+                waiting += 1
+                continue
+            chosen.setdefault(bid, []).append((i, d))
+            n += 1
+    return chosen, waiting
+
+
+def run_loop(image: np.ndarray, mask: np.ndarray, agents: Agents, editor: Editor, settings: LoopSettings,
+             spacing: tuple[float, float, float] = (1.0, 1.0, 1.0), emit: Emit | None = None,
+             prior: PriorRun | None = None, progress: bool = False) -> LoopResult:
+    """Refine ``mask`` (ZYX bool) against ``image`` (ZYX float32 in [0, 1]); see the module docstring."""
+    from tqdm import tqdm
+
+    emit = emit or (lambda rec: None)
+    prior = prior or PriorRun([])
+    s = settings
+    current = np.asarray(mask, dtype=bool).copy()
+    image = np.asarray(image, dtype=np.float32)
+    blocks = grid_blocks(current.shape, s.block_size, s.block_depth)
+    by_id = {b.id: b for b in blocks}
+    advisor: Advisor = agents.advisor
+    if s.roles == "none":
+        advisor = GenericAdvisor(s.generic_instruction)
+    elif s.roles == "inspector_only":
+        advisor = InspectorOnlyAdvisor()
+    run_agents = Agents(agents.inspector, advisor, agents.validator)
+    validate = s.roles == "full"
+    given_up: set[str] = set()
+    escalated: dict[int, list[dict]] = {}
+    rounds: list[dict] = []
+    seconds = {"inspector": 0.0, "advisor": 0.0, "editor": 0.0, "validator": 0.0}
+    counts = {"accepted": 0, "rejected": 0, "escalated": 0, "reused_blocks": 0}
+    converged = False
+    for t in range(s.t_max):
+        mask_hash = array_hash(current)
+        inspection = prior.inspection(t, mask_hash)
+        if inspection is None:
+            if s.roles == "none":
+                inspection = _generic_inspection(blocks, s)
+            else:
+                view = GlobalView(t, image, current, blocks, spacing, s.inspector_inputs)
+                inspection = agents.inspector.inspect(view)
+            seconds["inspector"] += inspection.info.seconds
+            emit(_decision(None, t, None, "inspector", inspection.info, inspection.as_dict(), mask_hash))
+        chosen, waiting = _select(inspection, set() if s.retry_failed else given_up,
+                                  None if s.roles == "none" else s.max_defects_per_round)
+        if not chosen:
+            converged = True
+            rounds.append({"round": t, "flagged": 0, "changed": 0, "waiting": waiting})
+            emit({"type": "round_done", "round": t, "flagged": 0, "converged": True, "mask_hash": mask_hash})
+            break
+
+        def work(bid: int, t: int = t, inspection: Inspection = inspection, chosen: dict = chosen) -> BlockOutcome:
+            block = by_id[bid]
+            region = expand(block.slices, (s.halo if s.block_depth else 0, s.halo, s.halo), current.shape)
+            ctx = BlockContext(t, block, region, image[region], current[region].copy(), s.editor_size, spacing)
+            flag = inspection.flags[bid]
+            key = block_key(ctx, flag)
+            done = prior.block(t, bid, key)
+            if done is not None:
+                done.seconds = {**done.seconds, "reused": True}
+                return done
+            out = refine_block(ctx, flag, chosen[bid], run_agents, editor, s.t_max, validate, emit, key)
+            emit({"type": "block_done", "round": t, "block": bid, "input_hash": key, "outcome": out.as_dict()})
+            return out
+
+        ids = sorted(chosen)
+        bar = tqdm(total=len(ids), desc=f"round {t + 1}/{s.t_max}", unit="block", disable=not progress, leave=False)
+        outcomes: list[BlockOutcome] = []
+        if s.concurrency > 1 and len(ids) > 1:
+            with ThreadPoolExecutor(max_workers=s.concurrency) as pool:
+                for o in pool.map(work, ids):
+                    outcomes.append(o)
+                    bar.update()
+        else:
+            for bid in ids:
+                outcomes.append(work(bid))
+                bar.update()
+        bar.close()
+        changed = merge(current, outcomes)
+        for o in outcomes:
+            if o.seconds.get("reused"):
+                counts["reused_blocks"] += 1
+            for role in ("advisor", "editor", "validator"):
+                seconds[role] += float(o.seconds.get(role, 0.0))
+            for st in o.statuses:
+                counts["rejected"] += max(0, st["attempts"] - (st["status"] == "fixed"))
+                if st["status"] == "fixed":
+                    counts["accepted"] += 1
+                    escalated[o.block] = [e for e in escalated.get(o.block, []) if e["key"] != st["key"]]
+                else:
+                    given_up.add(st["key"])
+                    escalated.setdefault(o.block, []).append({**st, "round": t})
+        escalated = {b: v for b, v in escalated.items() if v}
+        summary = {"round": t, "flagged": len(ids), "defects": sum(len(v) for v in chosen.values()),
+                   "waiting": waiting, "changed": changed,
+                   "fixed": sum(st["status"] == "fixed" for o in outcomes for st in o.statuses)}
+        rounds.append(summary)
+        emit({"type": "round_done", **summary, "mask_hash": array_hash(current)})
+        if s.roles == "none" and changed == 0:
+            break
+    counts["escalated"] = sum(len(v) for v in escalated.values())
+    return LoopResult(current, rounds, escalated, {k: round(v, 3) for k, v in seconds.items()}, converged, counts)
+
+
+def run_header(image: np.ndarray, mask: np.ndarray, settings: LoopSettings, agents_config: dict) -> dict:
+    """The trace's first record: what must match for a restart to reuse the trace."""
+    return {"type": "run", "version": TRACE_VERSION, "image_hash": array_hash(np.asarray(image, np.float32)),
+            "mask_hash": array_hash(np.asarray(mask, bool)), "settings": settings.as_dict(), "agent": agents_config}
+
+
+def same_run(a: dict, b: dict) -> bool:
+    keys = ("version", "image_hash", "mask_hash", "settings", "agent")
+    return all(a.get(k) == b.get(k) for k in keys)
