@@ -1,0 +1,85 @@
+"""The evaluation runner uses the tracing and metric settings it is given, keeps rows of different settings
+apart, seeds APP2 at the gold root when asked, and makes the initial masks it needs."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+
+from neurorefiner.errors import InputError
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+def _cfg(tmp_path: Path, *overrides: str):  # type: ignore[no-untyped-def]
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+        return compose(config_name="evaluate", overrides=[
+            "dataset=tiny", "split=test", "methods=[gold_mask]", "limit=1", f"out_dir={tmp_path / 'out'}",
+            f"dataset.root={tmp_path / 'synth'}", "dataset.n_train=0", "dataset.n_val=0", "dataset.n_test=1",
+            "paths.output_dir=/tmp/nr-test-out", *overrides])
+
+
+def _run(cfg):  # type: ignore[no-untyped-def]
+    from hydra.utils import instantiate
+
+    from neurorefiner.evaluation.runner import evaluate
+
+    dataset = instantiate(cfg.dataset)
+    return evaluate(cfg, dataset, dataset.cases(cfg.split))
+
+
+def test_overriding_a_tracing_setting_changes_the_result(tmp_path: Path) -> None:
+    base = _run(_cfg(tmp_path, "protocols=[full_volume]"))
+    changed = _run(_cfg(tmp_path, "protocols=[full_volume]", "tracing.length_thresh=60", "tracing.leaf_prune=false"))
+    assert len(base) == len(changed) == 1
+    assert base[0]["F1"] != changed[0]["F1"] or base[0]["SD"] != changed[0]["SD"]
+    # the two settings keep their own row files: the second run did not read back the first one's rows
+    assert len(list((tmp_path / "out" / "rows").iterdir())) == 2
+
+
+def test_overriding_a_metric_setting_changes_the_result(tmp_path: Path) -> None:
+    loose = _run(_cfg(tmp_path, "protocols=[full_volume]", "metrics.tau=8"))
+    strict = _run(_cfg(tmp_path, "protocols=[full_volume]", "metrics.tau=0.5"))
+    assert strict[0]["F1"] < loose[0]["F1"]
+
+
+def test_both_protocols_give_rows_and_a_table(tmp_path: Path) -> None:
+    rows = _run(_cfg(tmp_path))
+    assert sorted(r["protocol"] for r in rows) == ["full_volume", "root_seeded"]
+    table = (tmp_path / "out" / "table.md").read_text()
+    assert "SYNTHETIC" in table and "gold_mask (root_seeded)" in table
+    with open(tmp_path / "out" / "per_volume.csv") as fh:
+        assert len(list(csv.DictReader(fh))) == 2
+
+
+def test_unknown_method_and_protocol_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="unknown method 'segfix'"):
+        _run(_cfg(tmp_path, "methods=[segfix]"))
+    with pytest.raises(InputError, match="unknown protocol"):
+        _run(_cfg(tmp_path, "protocols=[guess]"))
+
+
+def test_root_marker_is_the_mask_voxel_nearest_the_gold_root() -> None:
+    from neurorefiner.io.swc import Tree
+    from neurorefiner.tracing.seeding import marker_nearest_root
+
+    gold = Tree.from_points(np.array([[5.0, 10.0, 10.0], [5.0, 10.0, 20.0]]), np.array([-1, 0]))
+    mask = np.zeros((10, 30, 30), bool)
+    mask[5, 12, 11] = mask[5, 25, 25] = True
+    assert marker_nearest_root(mask, gold) == (11.0, 12.0, 5.0)  # x, y, z
+    assert marker_nearest_root(np.zeros_like(mask), gold) is None
+
+
+def test_initial_masks_are_made_on_first_use_and_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh clone has no cached masks: the runner makes them (here with the naive floor, which needs no
+    checkpoint) instead of stopping with "make them first"."""
+    from neurorefiner.inference import init_masks
+
+    monkeypatch.setattr(init_masks, "cache_dir", lambda: tmp_path / "cache")
+    rows = _run(_cfg(tmp_path, "methods=[initial]", f"segmenter={init_masks.NAIVE}", "protocols=[root_seeded]"))
+    assert len(rows) == 1 and rows[0]["method"] == "initial"
+    assert list((tmp_path / "cache" / "init_masks" / "tiny" / init_masks.NAIVE).glob("*.tif"))
