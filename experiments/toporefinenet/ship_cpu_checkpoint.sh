@@ -9,8 +9,8 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 Q="trainer.enable_progress_bar=false trainer.enable_checkpointing=false trainer.log_every_n_steps=10"
 C1="python train.py +stage=1 paths.checkpoint_dir=outputs/cpu_toporefinenet_ew stages.1.max_steps=700 +trainer.max_time=00:00:38:00 $Q"
 C1B="python train.py +stage=1 paths.checkpoint_dir=outputs/cpu_toporefinenet_ew2 stages.1.max_steps=400 stages.1.lr=5e-4 model.swap_instruction_prob=0.5 stages.1.init_from=outputs/cpu_toporefinenet_ew/toporefinenet_stage1.ckpt stages.1.datamodule.seed=1 +trainer.max_time=00:00:16:00 $Q"
-M1="python -m neurorefiner.inference.init_masks --dataset diadem --segmenter unet3d --split dev --threads 1 --out data/cache/init_masks_dev/diadem/unet3d"
-M2="python -m neurorefiner.inference.init_masks --dataset diadem --segmenter nnunet_style --split dev --threads 1 --out data/cache/init_masks_dev/diadem/nnunet_style"
+M1="neurorefiner init-masks --dataset diadem --segmenter unet3d --split dev --threads 1 --out data/cache/init_masks_dev/diadem/unet3d"
+M2="neurorefiner init-masks --dataset diadem --segmenter nnunet_style --split dev --threads 1 --out data/cache/init_masks_dev/diadem/nnunet_style"
 C2="python train.py +stage=2 paths.checkpoint_dir=outputs/cpu_toporefinenet_s2 stages.2.init_from=outputs/cpu_toporefinenet_ew2/toporefinenet_stage1.ckpt stages.2.datamodule.init_masks_root=data/cache/init_masks_dev model.swap_instruction_prob=0.5 stages.2.max_steps=250 +trainer.max_time=00:00:13:00 $Q"
 if [[ "${TRAIN:-0}" == 1 ]]; then
   for c in "$C1" "$C1B" "$M1" "$M2" "$C2"; do $PY ${c#python }; done

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from neurorefiner.cli import edit, info, inspect, score, segment, synth, trace
+from neurorefiner.cli import edit, info, init_masks, inspect, score, segment, synth, trace
 
 app = typer.Typer(
     name="neurorefiner",
@@ -20,6 +20,7 @@ app.command("synth", help=synth.__doc__)(synth.synth)
 app.command("trace", help=trace.__doc__)(trace.trace)
 app.command("score", help=score.__doc__)(score.score)
 app.command("segment", help=segment.__doc__)(segment.segment)
+app.command("init-masks", help=init_masks.__doc__)(init_masks.init_masks)
 app.command("edit", help=edit.__doc__)(edit.edit)
 app.command("inspect", help=inspect.__doc__)(inspect.inspect)
 

@@ -1,7 +1,7 @@
 """The initial masks M_init that refinement starts from: one segmenter's masks for every case of a split,
 cached as ``data/cache/init_masks/<dataset>/<segmenter>/<case>.tif`` with a ``manifest.json``.
 
-``python -m neurorefiner.inference.init_masks --dataset diadem --segmenter unet3d``
+``neurorefiner init-masks --dataset diadem --segmenter unet3d``
 uses the shipped checkpoint ``checkpoints/segmenters/<segmenter>_<dataset>_cpu.pt`` when ``--model`` is
 not given (``otsu`` needs none: the naive floor). Finished cases are skipped, so an interrupted run
 resumes; a different checkpoint (by hash) or post-processing recomputes everything. Learned segmenters'
@@ -11,7 +11,6 @@ DIADEM validation case and recorded in the checkpoint), windows are wide by defa
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import time
@@ -154,52 +153,3 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
     with atomic_path(manifest_path) as tmp:
         tmp.write_text(json.dumps(dict(header, cases=done), indent=1))
     return paths
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: write M_init for one dataset/segmenter/split."""
-    p = argparse.ArgumentParser(prog="python -m neurorefiner.inference.init_masks", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dataset", required=True, help="registry name: diadem, tiny, synthetic_cwmbs_weak, ...")
-    p.add_argument("--segmenter", default="unet3d", help="unet3d | nnunet_style | ... | otsu (naive floor)")
-    p.add_argument("--model", default=None, help="checkpoint (default: the shipped CPU checkpoint)")
-    p.add_argument("--split", default="test")
-    p.add_argument("--out", default=None, help="folder (default data/cache/init_masks/<dataset>/<segmenter>)")
-    p.add_argument("--overwrite", action="store_true")
-    p.add_argument("--overlap", type=float, default=0.25)
-    p.add_argument("--threshold", type=float, default=None, help="probability cut (default: chosen on dev)")
-    p.add_argument("--dust", type=int, default=None, help="drop components under N voxels (default: chosen)")
-    p.add_argument("--keep-largest", type=int, default=None,
-                   help="keep the k largest components (default 0: all; refinement needs the fragments)")
-    p.add_argument("--bridge-um", type=float, default=None,
-                   help="join fragments across gaps up to this many um (default 0: refinement fixes breaks)")
-    p.add_argument("--window", default=None, help="sliding window z,y,x (default: wide, see default_window)")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default; 1 on shared cores)")
-    a = p.parse_args(argv)
-    if a.threads > 0:
-        import torch
-
-        torch.set_num_threads(a.threads)
-    try:
-        # the checkpoint's recorded setting, with these fields replaced (read when the checkpoint is loaded)
-        overrides = {k: v for k, v in (("threshold", a.threshold), ("dust_voxels", a.dust),
-                                       ("keep_largest", a.keep_largest), ("bridge_um", a.bridge_um)) if v is not None}
-        try:
-            window = [int(w) for w in a.window.split(",")] if a.window else None
-        except ValueError:
-            window = [0]
-        if window is not None and (len(window) != 3 or min(window) < 1):
-            raise InputError(f"--window must be three positive ints z,y,x, got {a.window!r}")
-        paths = write_init_masks(a.dataset, a.segmenter, a.model, a.split, a.out, a.overwrite,
-                                 overlap=a.overlap, device=a.device, window=window,
-                                 overrides=overrides)
-    except InputError as exc:
-        print(f"error: {exc}")
-        return 2
-    print(f"{len(paths)} masks in {paths[0].parent if paths else a.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -124,7 +124,6 @@ def test_init_masks_leave_breaks_for_refinement(tmp_path, monkeypatch):
 def test_init_masks_cli_overrides_read_the_checkpoint_once(tmp_path, monkeypatch):
     """--keep-largest/--bridge-um replace fields of the recorded setting; the checkpoint is loaded once (it was
     loaded a second time just to read that setting)."""
-    from neurorefiner.inference import init_masks
     from neurorefiner.inference import segmenter as inference
 
     torch.manual_seed(0)
@@ -134,12 +133,21 @@ def test_init_masks_cli_overrides_read_the_checkpoint_once(tmp_path, monkeypatch
     real = inference.load_segmenter
     monkeypatch.setattr(inference, "load_segmenter", lambda *a, **k: loads.append(1) or real(*a, **k))
     out = tmp_path / "m"
-    assert init_masks.main(["--dataset", "tiny", "--model", str(export), "--out", str(out), "--keep-largest", "1",
+    assert _cli(["--dataset", "tiny", "--model", str(export), "--out", str(out), "--keep-largest", "1",
                             "--bridge-um", "3"]) == 0
     assert len(loads) == 1
     assert json.loads((out / "manifest.json").read_text())["postprocess"] == {
         "threshold": 0.6, "dust_voxels": 7, "keep_largest": 1, "bridge_um": 3.0}
-    assert init_masks.main(["--dataset", "tiny", "--model", str(export), "--out", str(out), "--threshold",
+    assert _cli(["--dataset", "tiny", "--model", str(export), "--out", str(out), "--threshold",
                             "0.7"]) == 0
     assert json.loads((out / "manifest.json").read_text())["postprocess"] == {
         "threshold": 0.7, "dust_voxels": 7, "keep_largest": 0}
+
+
+def _cli(args: list[str]) -> int:
+    """``neurorefiner init-masks ARGS``; its exit code."""
+    from typer.testing import CliRunner
+
+    from neurorefiner.cli.main import app
+
+    return CliRunner().invoke(app, ["init-masks", *args]).exit_code

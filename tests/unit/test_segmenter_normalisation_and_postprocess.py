@@ -217,7 +217,7 @@ def test_init_masks_recompute_when_postprocessing_changes(tmp_path, monkeypatch)
                                 post=PostProcess(0.9, 0, 1))
     second = json.loads((out / "manifest.json").read_text())
     assert second["postprocess"] == {"threshold": 0.9, "dust_voxels": 0, "keep_largest": 1}
-    assert init_masks.main(["--dataset", "tiny", "--model", str(export), "--out", str(out),
+    assert _cli(["--dataset", "tiny", "--model", str(export), "--out", str(out),
                             "--window", "8,x,16"]) == 2
 
 
@@ -266,3 +266,12 @@ def test_recorded_postprocess_is_the_checkpoints_default(tmp_path):
         record_postprocess(tmp_path / "plain.pt", chosen, "OP_6")
     with pytest.raises(InputError, match="not found"):
         record_postprocess(tmp_path / "missing.pt", chosen, "OP_6")
+
+
+def _cli(args: list[str]) -> int:
+    """``neurorefiner init-masks ARGS``; its exit code."""
+    from typer.testing import CliRunner
+
+    from neurorefiner.cli.main import app
+
+    return CliRunner().invoke(app, ["init-masks", *args]).exit_code
