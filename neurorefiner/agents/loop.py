@@ -358,7 +358,8 @@ def run_loop(image: np.ndarray, mask: np.ndarray, agents: Agents, editor: Editor
                     escalated[o.block] = [e for e in escalated.get(o.block, []) if e["key"] != st["key"]]
                 else:
                     given_up.add(st["key"])
-                    escalated.setdefault(o.block, []).append({**st, "round": t})
+                    kept = [e for e in escalated.get(o.block, []) if e["key"] != st["key"]]
+                    escalated[o.block] = kept + [{**st, "round": t}]
         escalated = {b: v for b, v in escalated.items() if v}
         summary = {"round": t, "flagged": len(ids), "defects": sum(len(v) for v in chosen.values()),
                    "waiting": waiting, "changed": changed,

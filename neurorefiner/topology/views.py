@@ -66,12 +66,12 @@ def yz_view(volume: np.ndarray) -> np.ndarray:
 def depth_coded_mip(volume: np.ndarray) -> np.ndarray:
     """RGB z-MIP whose hue is the depth of the brightest voxel (blue = front, red = rear) and whose
     brightness is the MIP value; restores what a plain MIP loses where two fibres cross at different z."""
-    import matplotlib.cm as cm
+    import matplotlib
 
     v = np.asarray(volume, dtype=np.float32)
     value = v.max(axis=0)
     depth = v.argmax(axis=0).astype(np.float32) / max(1, v.shape[0] - 1)
-    rgb = cm.get_cmap("turbo")(depth)[..., :3]
+    rgb = matplotlib.colormaps["turbo"](depth)[..., :3]
     bright = to_uint8(value).astype(np.float32)[..., None] / 255.0
     return (rgb * bright * 255).astype(np.uint8)
 

@@ -1,0 +1,162 @@
+"""The heuristic roles on hand-made cases: a cut tube, a speck, a clean tree, a blob, borders."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from neurorefiner.agents.editor import frame_around
+from neurorefiner.agents.heuristic import HeuristicAdvisor, HeuristicInspector, HeuristicValidator
+from neurorefiner.agents.roles import Advice, BlockContext, CallInfo, Defect, Flag, GlobalView, Step
+from neurorefiner.topology.blocks import grid_blocks
+from neurorefiner.topology.instructions import Instruction
+
+SHAPE = (32, 64, 64)
+EDITOR = (32, 64, 64)
+
+
+def volume_with(mask: np.ndarray, bright: np.ndarray | None = None) -> np.ndarray:
+    img = np.full(mask.shape, 0.05, np.float32)
+    img[mask if bright is None else bright] = 0.9
+    return img
+
+
+def tube_x(mask: np.ndarray, z: int, y: int, x0: int, x1: int) -> None:
+    mask[z - 1: z + 2, y - 1: y + 2, x0:x1] = True
+
+
+def inspect(mask: np.ndarray, image: np.ndarray, block: int = 64):
+    view = GlobalView(0, image, mask, grid_blocks(mask.shape, block))
+    return HeuristicInspector().inspect(view)
+
+
+def context(mask: np.ndarray, image: np.ndarray) -> BlockContext:
+    block = grid_blocks(mask.shape, 64)[0]
+    return BlockContext(0, block, block.slices, image, mask.copy(), EDITOR)
+
+
+def advise(mask: np.ndarray, image: np.ndarray) -> tuple[Flag, Defect, Advice]:
+    flags = inspect(mask, image).flags
+    flag = flags[0]
+    defect = flag.defects[0]
+    advice = HeuristicAdvisor().advise(context(mask, image), flag, defect, Step(0, 0, 0, 0), [])
+    assert advice is not None
+    return flag, defect, advice
+
+
+def test_short_break_is_fn_and_repaired_where_it_is() -> None:
+    m = np.zeros(SHAPE, bool)
+    tube_x(m, 26, 8, 2, 47)
+    tube_x(m, 26, 8, 55, 63)
+    full = np.zeros(SHAPE, bool)
+    tube_x(full, 26, 8, 2, 63)
+    flag, defect, advice = advise(m, volume_with(m, full))
+    assert flag.kind == "FN" and defect.kind == "FN"
+    assert advice.instruction.format() == "Repair break at top-right-rear"
+
+
+def test_long_break_is_connected_between_its_ends() -> None:
+    m = np.zeros(SHAPE, bool)
+    tube_x(m, 26, 8, 2, 14)
+    tube_x(m, 26, 8, 32, 63)
+    full = np.zeros(SHAPE, bool)
+    tube_x(full, 26, 8, 2, 63)
+    _, defect, advice = advise(m, volume_with(m, full))
+    assert advice.instruction.format() == "Connect neuron from top-left-rear to top-center-rear"
+    assert sorted(a[2] for a in defect.anchors) == [13, 32]
+
+
+def test_gap_without_signal_is_not_a_break() -> None:
+    m = np.zeros(SHAPE, bool)
+    tube_x(m, 16, 32, 2, 24)
+    tube_x(m, 16, 32, 36, 63)
+    assert inspect(m, volume_with(m)).flags == {}
+
+
+def test_speck_is_fp_removed_where_it_is() -> None:
+    m = np.zeros(SHAPE, bool)
+    tube_x(m, 16, 32, 2, 63)
+    m[3:5, 55:57, 5:7] = True
+    flag, defect, advice = advise(m, volume_with(m))
+    assert flag.kind == "FP" and defect.size == 8
+    assert advice.instruction.format() == "Remove isolated noise at bottom-left-front"
+
+
+def test_clean_tree_gives_nothing() -> None:
+    m = np.zeros(SHAPE, bool)
+    tube_x(m, 16, 32, 2, 63)
+    m[15:18, 5:33, 30:33] = True     # a branch
+    m[4:17, 31:34, 45:48] = True     # another, going up in z
+    assert inspect(m, volume_with(m), block=16).flags == {}
+
+
+def test_piece_crossing_block_borders_is_not_noise_but_a_blob_is() -> None:
+    m = np.zeros((16, 96, 96), bool)
+    tube_x(m, 8, 48, 0, 96)            # the tree, crosses every border of 32-blocks
+    m[7:10, 10:13, 26:40] = True       # an elongated piece across a border: not noise (126 voxels)
+    m[4:9, 70:76, 70:76] = True        # a compact blob of 180 voxels: noise
+    flags = inspect(m, volume_with(m), block=32).flags
+    kinds = [(b, d.kind, d.size) for b, f in flags.items() for d in f.defects]
+    assert kinds == [(8, "FP", 180)]
+
+
+def _validate(before_region: np.ndarray, after_region: np.ndarray, instruction: str,
+              defect: Defect | None = None) -> tuple[bool, str]:
+    ctx = BlockContext(0, grid_blocks(SHAPE, 64)[0], tuple(slice(0, n) for n in SHAPE),
+                       np.zeros(SHAPE, np.float32), before_region.copy(), EDITOR)
+    frame = frame_around((16, 32, 32), EDITOR, SHAPE)
+    advice = Advice(Instruction.parse(instruction), frame, CallInfo("test"))
+    defect = defect or Defect("FN")
+    v = HeuristicValidator().validate(ctx, Flag(0, defect.kind), defect, advice, before_region[frame.window],
+                                      after_region[frame.window], Step(0, 0, 0, 0))
+    return v.accept, v.reason
+
+
+@pytest.fixture()
+def broken() -> tuple[np.ndarray, np.ndarray]:
+    before = np.zeros(SHAPE, bool)
+    tube_x(before, 26, 8, 2, 47)
+    tube_x(before, 26, 8, 55, 63)
+    after = before.copy()
+    tube_x(after, 26, 8, 47, 55)
+    return before, after
+
+
+def test_validator_accepts_a_compliant_join(broken) -> None:
+    before, after = broken
+    ok, reason = _validate(before, after, "Repair break at top-right-rear",
+                           Defect("FN", ((26, 8, 46), (26, 8, 55))))
+    assert ok, reason
+
+
+def test_validator_rejects_a_join_at_another_place(broken) -> None:
+    ok, reason = _validate(*broken, "Repair break at bottom-left-front")
+    assert not ok and "named place" in reason
+
+
+def test_validator_rejects_wrong_sign_and_no_change(broken) -> None:
+    before, after = broken
+    ok, reason = _validate(before, after, "Remove isolated noise at top-right-rear")
+    assert not ok and "remove added" in reason
+    ok, reason = _validate(before, before, "Repair break at top-right-rear")
+    assert not ok and "changed nothing" in reason
+
+
+def test_validator_rejects_deleting_the_tree() -> None:
+    before = np.zeros(SHAPE, bool)
+    tube_x(before, 26, 8, 2, 63)
+    before[3:5, 55:57, 5:7] = True
+    after = before.copy()
+    after[:, :, 43:] = False                       # cuts the tree's right end, and the speck stays
+    ok, reason = _validate(before, after, "Remove isolated noise at top-right-rear", Defect("FP", ((3, 55, 5),)))
+    assert not ok and "large piece" in reason
+
+
+def test_validator_accepts_removing_the_speck() -> None:
+    before = np.zeros(SHAPE, bool)
+    tube_x(before, 16, 32, 2, 63)
+    before[3:5, 55:57, 5:7] = True
+    after = before.copy()
+    after[3:5, 55:57, 5:7] = False
+    ok, reason = _validate(before, after, "Remove isolated noise at bottom-left-front", Defect("FP", ((3, 55, 5),)))
+    assert ok and "denoised" in reason
