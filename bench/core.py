@@ -3,11 +3,21 @@ measured in the same process, so the ratio is meaningful on any machine."""
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+SMOKE = os.environ.get("BENCH_SMOKE") == "1"
+"""Smoke mode (``BENCH_SMOKE=1``, what the test suite runs): every case once, at its smallest size, so that a
+case cannot rot unseen; its figures mean nothing."""
+
+
+def sized(full: tuple[int, ...], smoke: tuple[int, ...]) -> tuple[int, ...]:
+    """A case's volume shape: ``full`` for figures, ``smoke`` in smoke mode."""
+    return smoke if SMOKE else full
 
 
 @dataclass
@@ -25,7 +35,10 @@ class Case:
 
 
 def median_time(fn: Callable[[Any], Any], arg: Any, repeats: int) -> float:
-    fn(arg)  # warm-up: JIT compilation, caches
+    if SMOKE:
+        repeats = 1
+    else:
+        fn(arg)  # warm-up: JIT compilation, caches
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()

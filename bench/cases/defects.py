@@ -1,4 +1,4 @@
-"""Stage-1 defect generation speed (issue 6: the generator must not be the bottleneck, >= 2x the model's
+"""Stage-1 defect generation speed (the generator must not be the bottleneck, >= 2x the model's
 training rate). Generation is timed through the real data path (Dataset items + collate, as the
 DataLoader does it) for one batch; the reference is one training step of the CPU TopoRefineNet (the
 default ``conf/model/toporefinenet.yaml`` and text encoder) on a batch of the same size, measured in the
@@ -66,7 +66,7 @@ def _train_step(arg):
     m, b, opt = arg["module"], arg["batch"], arg["opt"]
     m.train()
     opt.zero_grad()
-    loss = m._loss(m(b["image"], b["mask"], list(b["instruction"])), b["target"])
+    loss = m._loss(m(b["image"], b["mask"], list(b["instruction"]), b["region"]), b["target"], b["mask"])
     loss.backward()
     opt.step()
 

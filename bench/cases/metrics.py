@@ -1,4 +1,4 @@
-"""Scoring speed: two trees of 10,000 nodes each (target: under 1 s, issue 4), with a lower bound for
+"""Scoring speed: two trees of 10,000 nodes each (target: under 1 s), with a lower bound for
 reference: one KD-tree nearest-node query each way between the raw node sets."""
 
 from __future__ import annotations

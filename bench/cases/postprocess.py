@@ -1,5 +1,5 @@
 """Cost of the segmenter's post-processing with gap bridging (models.gap_bridging), which the shipped DIADEM
-U-Net may record: it runs after sliding-window inference, inside issue 5's 30 s budget for 256^3.
+U-Net may record: it runs after sliding-window inference, inside the segmenters' 30 s budget for 256^3.
 
 The mask is OP_1's gold tree rasterised (real morphology, 1.5-voxel radius) on OP_1's grid (about 256^3 voxels)
 and cut by a 3-voxel slab every 40 voxels along x: many fragments a few micrometres apart, as a network's mask

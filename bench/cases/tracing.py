@@ -1,5 +1,5 @@
 """APP2 speed on DIADEM-size masks, as a ratio to kimimaro's TEASAR skeletonisation of the same mask
-(the fastest maintained skeletoniser in Python). Targets (issue 4): under 5 s and at most 3x kimimaro."""
+(the fastest maintained skeletoniser in Python). Targets: under 5 s and at most 3x kimimaro."""
 
 from __future__ import annotations
 
