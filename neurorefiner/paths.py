@@ -28,3 +28,15 @@ def cache_dir() -> Path:
 
 def conf_dir() -> Path:
     return project_root() / "conf"
+
+
+def init_mask_dir(dataset: str, segmenter: str, root: str | Path | None = None) -> Path:
+    """Folder of one segmenter's initial masks M_init of a dataset: ``<root>/<dataset>/<segmenter>``, with
+    ``root`` by default ``<cache_dir()>/init_masks``. The one place that knows this layout (the writer in
+    ``inference.init_masks``, the stage-2 miner and the evaluation runner all read it)."""
+    return Path(root if root is not None else cache_dir() / "init_masks") / dataset / segmenter
+
+
+def init_mask_path(dataset: str, segmenter: str, case: str, root: str | Path | None = None) -> Path:
+    """One case's initial mask (TIFF) in :func:`init_mask_dir`."""
+    return init_mask_dir(dataset, segmenter, root) / f"{case}.tif"

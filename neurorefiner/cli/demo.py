@@ -17,6 +17,7 @@ import numpy as np
 from neurorefiner.data import get_dataset
 from neurorefiner.io import write_volume
 from neurorefiner.paths import project_root
+from neurorefiner.topology.components import betti0
 
 
 def main(out_dir: Path | None = None) -> int:
@@ -77,9 +78,6 @@ def _instructed_edit(out_dir: Path, n: int = 4) -> None:
         print("[demo] TopoRefineNet is not installed yet (issue 6): skipping the instructed edits")
         return
     from neurorefiner.metrics.voxel import dice
-
-    def betti0(m: np.ndarray) -> int:
-        return int(cc3d.connected_components(m, connectivity=26).max())
 
     case = get_dataset("diadem").cases("dev")[5]
     image = case.image()

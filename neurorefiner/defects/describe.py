@@ -14,24 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import cc3d
 import numpy as np
 
+from neurorefiner.topology.components import betti0  # noqa: F401 - the defects' name for it
 from neurorefiner.topology.instructions import Instruction
 from neurorefiner.topology.positions import Position, locate
 
 DEFAULT_LONG_GAP = 10.0  # voxels; k in [5, 20] cuts give both forms
-
-
-def betti0(mask: np.ndarray, min_size: int = 1) -> int:
-    """Number of 26-connected foreground components with at least ``min_size`` voxels."""
-    if not mask.any():
-        return 0
-    labels, n = cc3d.connected_components(np.ascontiguousarray(mask), connectivity=26, return_N=True)
-    if min_size <= 1:
-        return int(n)
-    counts = np.bincount(labels.ravel(), minlength=n + 1)[1:]
-    return int((counts >= min_size).sum())
 
 
 def principal_extent(coords: np.ndarray) -> tuple[float, np.ndarray]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from neurorefiner.errors import InputError
 from neurorefiner.io.atomic import atomic_path
-from neurorefiner.paths import cache_dir, project_root
+from neurorefiner.paths import cache_dir, init_mask_dir, project_root
 
 NAIVE = "otsu"
 
@@ -30,8 +30,9 @@ def shipped_checkpoint(segmenter: str, dataset: str) -> Path:
     return project_root() / "checkpoints" / "segmenters" / f"{segmenter}_{dataset}_cpu.pt"
 
 
-def mask_dir(dataset: str, segmenter: str, root: str | Path | None = None) -> Path:
-    return Path(root) if root else cache_dir() / "init_masks" / dataset / segmenter
+def mask_dir(dataset: str, segmenter: str, out: str | Path | None = None) -> Path:
+    """Where the masks go: ``out`` when given, else the cache layout of :func:`neurorefiner.paths.init_mask_dir`."""
+    return Path(out) if out else init_mask_dir(dataset, segmenter, cache_dir() / "init_masks")
 
 
 def probs_cache_dir(dataset: str, segmenter: str, digest: str, window: Any, overlap: float) -> Path:

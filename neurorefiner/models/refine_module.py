@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from monai.losses import DiceCELoss
 
 from neurorefiner.models.text_encoders import TextEncoder
+from neurorefiner.topology.components import betti0
 
 
 def dice_per_sample(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -33,16 +34,6 @@ def dice_per_sample(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     p, t = pred.flatten(1).float(), target.flatten(1).float()
     inter, total = (p * t).sum(1), p.sum(1) + t.sum(1)
     return torch.where(total > 0, 2 * inter / total.clamp(min=1), torch.ones_like(total))
-
-
-def betti0(mask: np.ndarray) -> int:
-    """Number of 26-connected foreground components (Betti-0) of a boolean volume."""
-    import cc3d
-
-    mask = np.ascontiguousarray(mask, dtype=np.uint8)
-    if mask.ndim == 2:
-        mask = mask[None]
-    return int(cc3d.connected_components(mask, connectivity=26, return_N=True)[1])
 
 
 def adherence_per_sample(pred: torch.Tensor, mask: torch.Tensor, region: torch.Tensor) -> tuple[torch.Tensor,

@@ -33,12 +33,22 @@ from scipy import ndimage
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from neurorefiner.data.datamodules.stage1 import DefectSampleDataset, ListDataset, Stage1DefectDataModule, _triple, _worker_init, check_not_held_out, crop_padded, resolve_datasets, to_item
+from neurorefiner.data.datamodules.stage1 import (
+    DefectSampleDataset,
+    ListDataset,
+    Stage1DefectDataModule,
+    _triple,
+    _worker_init,
+    check_not_held_out,
+    crop_padded,
+    resolve_datasets,
+    to_item,
+)
 from neurorefiner.defects.describe import DEFAULT_LONG_GAP, betti0, describe_change
 from neurorefiner.errors import InputError
 from neurorefiner.io import read_mask
 from neurorefiner.io.atomic import atomic_path
-from neurorefiner.paths import cache_dir
+from neurorefiner.paths import cache_dir, init_mask_path
 from neurorefiner.topology.instructions import Instruction, InstructionParseError, parse_instruction
 
 log = logging.getLogger(__name__)
@@ -215,10 +225,6 @@ def mine_volume(image: np.ndarray, mask: np.ndarray, gold: np.ndarray, settings:
         out.append(MinedCrop(names[0], names[1], names[2], tuple(int(s) for s in start), f1, bm, bg,
                              instruction.format()))
     return out
-
-
-def init_mask_path(root: Path, dataset: str, segmenter: str, case: str) -> Path:
-    return Path(root) / dataset / segmenter / f"{case}.tif"
 
 
 # ---------------------------------------------------------------------------------------------- module
@@ -410,7 +416,7 @@ class Stage2MinedDataModule(L.LightningDataModule):
             for case in ds.cases(split):
                 check_not_held_out(case)
                 for seg in segs:
-                    path = init_mask_path(self.init_masks_root, ds.name, seg, case.name)
+                    path = init_mask_path(ds.name, seg, case.name, root=self.init_masks_root)
                     wanted.append(path)
                     if path.exists():
                         found.append(_Source(ds.name, seg, case, path))
