@@ -60,8 +60,7 @@ def refine_volume(image: Volume, mask: Volume, cfg: Any) -> dict:
         return {"status": "nothing to refine"}
     settings = loop_settings(cfg)
     agents, secrets, described = build_agents(cfg.agent)
-    editor_kwargs = _container(cfg.get("editor"))
-    editor = LazyEditor(load_topo_refiner, **editor_kwargs)
+    editor = LazyEditor(_editor_factory(cfg))
     img = image.normalized()
     out.mkdir(parents=True, exist_ok=True)
     trace_path = out / "trace.jsonl"
@@ -95,6 +94,16 @@ def refine_volume(image: Volume, mask: Volume, cfg: Any) -> dict:
           f"{result.counts['rejected']} rejected, {result.counts['escalated']} escalated"
           f"{' (converged)' if result.converged else ''}; {total:.1f} s -> {out}")
     return summary
+
+
+def _editor_factory(cfg: Any) -> Any:
+    """A no-argument callable that builds the editor (``cfg.editor._target_``, default the shipped one)."""
+    from hydra.utils import instantiate
+
+    node = cfg.get("editor")
+    if node is None or node.get("_target_") is None:
+        return lambda: load_topo_refiner(**_container(node))
+    return instantiate(node)
 
 
 def _trace_swc(cfg: Any, mask: np.ndarray, spacing: tuple, path: Path) -> None:
