@@ -47,10 +47,5 @@ def parse_spacing(text: str | None) -> tuple[float, float, float] | None:
     return check_spacing(parts, "--spacing")
 
 
-def missing(piece: str, issue: str) -> None:
-    """Say plainly that a piece has not landed, and stop (never a fake run)."""
-    raise MissingPieceError(f"{piece} is not implemented yet (tracked in {issue})")
-
-
 def is_tty() -> bool:
     return sys.stderr.isatty()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from neurorefiner.errors import MissingPieceError, exit_on_user_error
+from neurorefiner.errors import exit_on_user_error
 
 
 @exit_on_user_error
@@ -13,9 +13,6 @@ def run(cfg: DictConfig) -> None:
 
     dataset = instantiate(cfg.dataset)
     cases = dataset.cases(cfg.split)  # fails clearly when a published dataset is absent
-    try:
-        from neurorefiner.evaluation.runner import evaluate
-    except ModuleNotFoundError as exc:
-        raise MissingPieceError(f"the evaluation runner has not landed; {len(cases)} {cfg.dataset.name} "
-                                f"cases are ready") from exc
+    from neurorefiner.evaluation.runner import evaluate
+
     evaluate(cfg, dataset, cases)

@@ -41,7 +41,7 @@ class SegmentationModule(L.LightningModule):
             inference normalises the same way.
         foreground_prior: when set (e.g. 0.01), the output bias starts every voxel at this foreground
             probability instead of ~0.5 (``models.segmenters.output_prior``); None keeps the network's own
-            initialisation (the recipe of every checkpoint shipped before the tenth round).
+            initialisation (the recipe of every shipped segmenter checkpoint).
     """
 
     def __init__(self, net: nn.Module, net_config: dict[str, Any] | None = None,

@@ -1,7 +1,7 @@
 """What ``train.py`` calls: pick the training function for ``task`` and run it.
 
-The functions themselves live with their LightningModules in ``neurorefiner.models``; this module only
-routes, seeds, and turns a missing piece or a bad setting into one clear line.
+The functions live beside this module (``training.refiner``, ``training.segmenter``); this one only routes,
+seeds, and turns a bad setting into one clear line.
 """
 
 from __future__ import annotations
@@ -10,12 +10,11 @@ import importlib
 
 from omegaconf import DictConfig
 
-from neurorefiner.errors import InputError, MissingPieceError, exit_on_user_error
+from neurorefiner.errors import InputError, exit_on_user_error
 
 TASKS = {
-    "refine": ("neurorefiner.training.refiner", "train_refiner", "TopoRefineNet training (issue 6)"),
-    "segment": ("neurorefiner.training.segmenter", "train_segmenter",
-                "baseline segmenter training (issue 5)"),
+    "refine": ("neurorefiner.training.refiner", "train_refiner"),  # TopoRefineNet, stage 1 or 2
+    "segment": ("neurorefiner.training.segmenter", "train_segmenter"),  # a baseline segmenter
 }
 
 
@@ -31,17 +30,9 @@ def resolve_task(cfg: DictConfig):  # type: ignore[no-untyped-def]
                              "then `python train.py +stage=2`")
         stages = cfg.get("stages") or {}
         if str(stage) not in stages:
-            if not stages:
-                raise MissingPieceError("the TopoRefineNet stage configs (conf/refine_stage/) have not landed")
             raise InputError(f"unknown stage {stage!r}; stages are {sorted(stages)}")
-    module_name, fn_name, piece = TASKS[task]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("neurorefiner"):
-            raise MissingPieceError(f"{piece} has not landed ({module_name})") from exc
-        raise
-    return getattr(module, fn_name)
+    module_name, fn_name = TASKS[task]
+    return getattr(importlib.import_module(module_name), fn_name)
 
 
 @exit_on_user_error

@@ -1,4 +1,4 @@
-"""Second round of the DIADEM segmenter: robust normalisation, image-adaptive labels, post-processing of
+"""The DIADEM segmenter recipe: robust normalisation, image-adaptive labels, post-processing of
 the probability map, wide default windows, and the normalisation record in checkpoints."""
 
 from __future__ import annotations
