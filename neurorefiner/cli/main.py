@@ -5,7 +5,22 @@ from __future__ import annotations
 
 import typer
 
-from neurorefiner.cli import edit, info, init_masks, inspect, score, segment, synth, trace
+from neurorefiner.cli import (
+    choose_postprocess,
+    edit,
+    gold_scope,
+    info,
+    init_masks,
+    inspect,
+    prior_compare,
+    score,
+    segment,
+    segmenter_cv,
+    segmenter_rows,
+    segmenter_summary,
+    synth,
+    trace,
+)
 
 app = typer.Typer(
     name="neurorefiner",
@@ -23,6 +38,12 @@ app.command("segment", help=segment.__doc__)(segment.segment)
 app.command("init-masks", help=init_masks.__doc__)(init_masks.init_masks)
 app.command("edit", help=edit.__doc__)(edit.edit)
 app.command("inspect", help=inspect.__doc__)(inspect.inspect)
+app.command("segmenter-rows", help=segmenter_rows.__doc__)(segmenter_rows.segmenter_rows)
+app.command("segmenter-summary", help=segmenter_summary.__doc__)(segmenter_summary.segmenter_summary)
+app.command("choose-postprocess", help=choose_postprocess.__doc__)(choose_postprocess.choose_postprocess)
+app.add_typer(segmenter_cv.app, name="segmenter-cv", help=segmenter_cv.__doc__)
+app.command("gold-scope", help=gold_scope.__doc__)(gold_scope.gold_scope)
+app.command("prior-compare", help=prior_compare.__doc__)(prior_compare.prior_compare)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -1,19 +1,15 @@
-"""The segmenter tables' writer and reader (experiments/segmenters/rows.py): per-segmenter runs merge into one
-table without recomputation, and a file that is not a rows table is refused by name."""
+"""The segmenter tables' writer and reader (neurorefiner.evaluation.segmenter_rows, `neurorefiner segmenter-rows`):
+per-segmenter runs merge into one table without recomputation, and a file that is not a rows table is refused by
+name."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from typer.testing import CliRunner
 
+import neurorefiner.evaluation.segmenter_rows as rows_mod
+from neurorefiner.cli.main import app
 from neurorefiner.errors import InputError
-
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("segmenter_rows", ROOT / "experiments" / "segmenters" / "rows.py")
-rows_mod = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(rows_mod)
 
 
 def _row(method: str, case: str, f1: float) -> dict:
@@ -47,37 +43,59 @@ def test_read_rows_refuses_other_files(tmp_path):
 
 def test_merged_runs_keep_one_row_per_method_and_case():
     fresh = [_row("floor, largest", "OP_7", 0.5)]
-    archived = [_row("floor, largest", "OP_7", 0.4), _row("unet3d:r2 -> APP2", "OP_7", 0.6)]
+    archived = [_row("floor, largest", "OP_7", 0.4), _row("unet3d:old -> APP2", "OP_7", 0.6)]
     merged = rows_mod.first_of_each(fresh + archived)
-    assert [(r["method"], r["F1"]) for r in merged] == [("floor, largest", 0.5), ("unet3d:r2 -> APP2", 0.6)]
+    assert [(r["method"], r["F1"]) for r in merged] == [("floor, largest", 0.5), ("unet3d:old -> APP2", 0.6)]
+
+
+class _Case:
+    def __init__(self, name: str):
+        self.name, self.info = name, {"synthetic": True}
+
+    def image(self):
+        raise AssertionError("a pure merge loaded a volume")
+
+
+class _Dataset:
+    def cases(self, split: str) -> list[_Case]:
+        return [_Case("a"), _Case("b")]
 
 
 def test_a_pure_merge_loads_no_volume_and_the_first_include_wins(tmp_path, monkeypatch):
-    """synthetic_rows.sh merges a scored table into the preset's under a lock: that merge must be quick (no
+    """run_synthetic.sh merges a scored table into the preset's under a lock: that merge must be quick (no
     volume loaded, no gold rasterised) and a re-evaluated network's new rows must replace its old ones."""
-    import sys
-
-    class Case:
-        def __init__(self, name: str):
-            self.name, self.info = name, {"synthetic": True}
-
-        def image(self):
-            raise AssertionError("a pure merge loaded a volume")
-
-    class Dataset:
-        def cases(self, split: str) -> list[Case]:
-            return [Case("a"), Case("b")]
-
-    monkeypatch.setattr(rows_mod, "get_dataset", lambda name: Dataset())
+    monkeypatch.setattr(rows_mod, "get_dataset", lambda name: _Dataset())
     rows_mod.write_tables([_row("vnet -> APP2", "a", 0.9), _row("vnet -> APP2", "b", 0.7)], tmp_path / "new", "rows",
                           "new")
     rows_mod.write_tables([_row("floor", "a", 0.1), _row("vnet -> APP2", "a", 0.2), _row("old", "zz", 0.3)],
                           tmp_path / "old", "x_test", "old")
-    monkeypatch.setattr(sys, "argv", ["rows.py", "--dataset", "x", "--split", "test", "--no-naive",
-                                      "--include", str(tmp_path / "new" / "rows_cases.csv"),
-                                      "--include", str(tmp_path / "old" / "x_test_cases.csv"),
-                                      "--out", str(tmp_path / "old")])
-    rows_mod.main()
+    done = CliRunner().invoke(app, ["segmenter-rows", "--dataset", "x", "--split", "test", "--no-naive",
+                                    "--include", str(tmp_path / "new" / "rows_cases.csv"),
+                                    "--include", str(tmp_path / "old" / "x_test_cases.csv"),
+                                    "--out", str(tmp_path / "old")])
+    assert done.exit_code == 0, done.output
     merged = rows_mod.read_rows(tmp_path / "old" / "x_test_cases.csv")
     assert [(r["method"], r["case"], r["F1"]) for r in merged] == [
         ("vnet -> APP2", "a", 0.9), ("vnet -> APP2", "b", 0.7), ("floor", "a", 0.1)]  # case zz is not in the split
+
+
+def test_bad_input_is_one_line_and_exit_code_2(tmp_path, monkeypatch):
+    monkeypatch.setattr(rows_mod, "get_dataset", lambda name: _Dataset())
+    runner = CliRunner()
+    done = runner.invoke(app, ["segmenter-rows", "--dataset", "x", "--no-naive", "--include",
+                               str(tmp_path / "missing_cases.csv"), "--out", str(tmp_path)])
+    assert done.exit_code == 2 and "rows file not found" in done.output and "Traceback" not in done.output
+    done = runner.invoke(app, ["segmenter-rows", "--dataset", "x", "--no-naive", "--case", "q", "--out",
+                               str(tmp_path)])
+    assert done.exit_code == 2 and "has no case q" in done.output
+    with pytest.raises(InputError, match="arch\\[:variant\\]=checkpoint"):
+        rows_mod.parse_segmenter("vnet:=x.pt")
+
+
+def test_segmenter_arguments_name_their_rows_and_mask_folders():
+    plain = rows_mod.parse_segmenter("vnet=ck.pt")
+    variant = rows_mod.parse_segmenter("vnet:prior=ck2.pt")
+    shipped = rows_mod.parse_segmenter("unet3d")
+    assert (plain.arch, plain.checkpoint, plain.folder) == ("vnet", "ck.pt", "vnet")
+    assert (variant.name, variant.arch, variant.folder) == ("vnet:prior", "vnet", "vnet_prior")
+    assert shipped.checkpoint is None

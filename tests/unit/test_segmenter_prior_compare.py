@@ -1,23 +1,19 @@
-"""experiments/segmenters/prior_compare.py: each network's plain and prior runs side by side, read from the cards
-and val choices the runs wrote; the val traces are those of the chosen setting, not of another row."""
+"""neurorefiner.evaluation.prior_compare (`neurorefiner prior-compare`): each network's plain and prior runs side by
+side, read from the cards and val choices the runs wrote; the val traces are those of the chosen setting, not of
+another row."""
 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+import neurorefiner.evaluation.prior_compare as pc
+from neurorefiner.cli.main import app
 from neurorefiner.errors import InputError
-
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("prior_compare", ROOT / "experiments" / "segmenters" / "prior_compare.py")
-pc = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = pc
-spec.loader.exec_module(pc)
 
 PRESET = "synthetic_cwmbs_weak"
 
@@ -89,3 +85,20 @@ def test_other_seeds_pair_within_their_seed_and_never_take_test_rows(tmp_path: P
     assert "Pairs (network and seed) with both runs: 2, networks: 1" in text
     pc.plot(PRESET, rows, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 0
+
+
+def test_the_command_writes_its_files_and_refuses_an_unknown_preset(tmp_path: Path) -> None:
+    post = {"threshold": 0.4, "dust_voxels": 0, "keep_largest": 1, "bridge_um": 3.0}
+    val = [("v0", 0.4, 3.0, 1, 1, 0.5, 1, 10.0)]
+    _write_run(tmp_path, "vnet", 0.30, post, val)
+    _write_run(tmp_path, "vnet_prior", 0.40, post, val)
+    runner = CliRunner()
+    done = runner.invoke(app, ["prior-compare", "--preset", PRESET, "--tables", str(tmp_path), "--out",
+                               str(tmp_path / "out")])
+    assert done.exit_code == 0, done.output
+    text = (tmp_path / "out" / f"prior_compare_{PRESET}.md").read_text()
+    assert f"`neurorefiner prior-compare --preset {PRESET} --seed 0`" in text
+    assert (tmp_path / "out" / f"prior_compare_{PRESET}.csv").exists()
+    done = runner.invoke(app, ["prior-compare", "--preset", "diadem", "--tables", str(tmp_path), "--out",
+                               str(tmp_path)])
+    assert done.exit_code == 2 and "--preset must be one of" in done.output

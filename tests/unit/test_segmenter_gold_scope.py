@@ -1,17 +1,15 @@
-"""The gold-extent diagnostic (experiments/segmenters/gold_scope.py): the box, the crop and the share of a
-trace outside it are what its table says they are."""
+"""The gold-extent diagnostic (neurorefiner.evaluation.gold_scope, `neurorefiner gold-scope`): the box, the crop
+and the share of a trace outside it are what its table says they are."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
+import pytest
+from typer.testing import CliRunner
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("gold_scope", ROOT / "experiments" / "segmenters" / "gold_scope.py")
-gs = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(gs)
+import neurorefiner.evaluation.gold_scope as gs
+from neurorefiner.cli.main import app
+from neurorefiner.errors import InputError
 
 
 def test_scope_box_grows_by_the_margin_and_stays_inside_the_volume():
@@ -34,3 +32,12 @@ def test_share_outside_counts_trace_nodes_beyond_the_box():
     zyx = np.array([[0, 0, 0], [0, 0, 5], [0, 0, 15], [0, 0, 25]], float)
     assert gs.share_outside(zyx, (slice(0, 1), slice(0, 1), slice(0, 10))) == 0.5
     assert gs.share_outside(np.zeros((0, 3)), (slice(0, 1),) * 3) == 0.0
+
+
+def test_missing_masks_are_a_clear_error(tmp_path):
+    with pytest.raises(InputError, match="no out-of-fold maps"):
+        gs.unet_masks("dev", 0.8, cv_root=tmp_path)
+    with pytest.raises(InputError, match="segmenter-rows"):
+        gs.unet_masks("test", 0.8, mask_folder=tmp_path)
+    done = CliRunner().invoke(app, ["gold-scope", "--split", "val", "--out", str(tmp_path)])
+    assert done.exit_code == 2 and "--split must be dev or test" in done.output

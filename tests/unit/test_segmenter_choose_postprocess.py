@@ -1,21 +1,15 @@
-"""The synthetic presets' post-processing chooser (experiments/segmenters/synthetic/choose_postprocess.py)
-follows the rule in its header (postprocess_grid.choose_setting, shared with cv_dev.py): best mean F1, within 0.01
-the lower SSD, then no bridging, then 0.5."""
+"""The synthetic presets' post-processing chooser (neurorefiner.evaluation.choose_postprocess, `neurorefiner
+choose-postprocess`) follows the rule in its doc (postprocessing.choose.choose_setting, shared with the DIADEM
+cross-validation): best mean F1, within 0.01 the lower SSD, then no bridging, then 0.5."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from typer.testing import CliRunner
 
+import neurorefiner.evaluation.choose_postprocess as cp
+from neurorefiner.cli.main import app
 from neurorefiner.postprocessing.choose import choose_setting
-
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location(
-    "choose_postprocess", ROOT / "experiments" / "segmenters" / "synthetic" / "choose_postprocess.py")
-cp = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(cp)
 
 
 def _row(case: str, thr: float, bridge: float, f1: float, ssd: float) -> dict:
@@ -48,3 +42,17 @@ def test_ties_go_to_lower_ssd_then_no_bridging_then_threshold_near_half():
 def test_the_rule_refuses_an_empty_summary():
     with pytest.raises(ValueError, match="no setting"):
         choose_setting([])
+
+
+def test_the_markdown_names_the_choice_and_the_command():
+    summary = cp.summarise([_row("v", 0.5, 3.0, 0.60, 10.0), _row("v", 0.6, 0.0, 0.40, 10.0)])
+    text = cp.markdown("vnet_prior", "synthetic_x", "ck.pt", 1, summary, choose_setting(summary))
+    assert "**Chosen: threshold 0.5, gap bridging 3 um, keep largest** (F1 0.600, SSD 10.00)" in text
+    assert "Command: `neurorefiner choose-postprocess`" in text
+    assert text.count("\n| 0.") == 2
+
+
+def test_a_missing_checkpoint_is_a_one_line_error(tmp_path):
+    done = CliRunner().invoke(app, ["choose-postprocess", "--dataset", "synthetic_zbfwb", "--arch", "vnet",
+                                    "--model", str(tmp_path / "none.pt"), "--out", str(tmp_path)])
+    assert done.exit_code == 2 and "checkpoint not found" in done.output

@@ -1,5 +1,6 @@
-"""experiments/segmenters/synthetic_rows.sh takes every segmenter of conf/model (seventh round: all eight
-networks get synthetic rows) and refuses anything else before it starts work."""
+"""experiments/segmenters/run_synthetic.sh takes every segmenter of conf/model (all eight networks get synthetic
+rows), refuses anything else before it starts work, keeps each variant's and seed's files apart, and scores
+outside the per-preset lock that guards the merge."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "experiments" / "segmenters" / "synthetic_rows.sh"
+SCRIPT = ROOT / "experiments" / "segmenters" / "run_synthetic.sh"
 SEGMENTERS = ("unet3d", "vnet", "unetr", "swinunetr", "nnunet_style", "sgsnet_style", "gbpnet_style",
               "adtlnet_style")
 
 
 def _run(arch: str, step: str, py: str = "false", presets: str = "synthetic_cwmbs_noise"
          ) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ARCH": arch, "STEP": step, "PRESETS": presets, "PY": py}
+    env = {**os.environ, "ARCH": arch, "STEP": step, "PRESETS": presets, "PY": py, "NR": py}
     return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -34,7 +35,8 @@ def test_an_unknown_network_is_refused():
 
 
 def _stub(tmp_path: Path, body: str = "") -> tuple[Path, Path]:
-    """A stand-in for the Python interpreter that logs each call's arguments (one line per call)."""
+    """A stand-in for the Python interpreter and the neurorefiner command that logs each call's arguments
+    (one line per call)."""
     log = tmp_path / "calls.txt"
     stub = tmp_path / "py"
     stub.write_text(f'#!/usr/bin/env bash\necho "$*" >> {log}\n{body}\n')
@@ -44,8 +46,8 @@ def _stub(tmp_path: Path, body: str = "") -> tuple[Path, Path]:
 
 @pytest.mark.parametrize("step", ["eval", "floor"])
 def test_scoring_runs_outside_the_lock_and_only_the_merge_holds_it(tmp_path, step):
-    """Two lanes score one preset at once (ninth round: the lock used to cover the whole scoring run, leaving
-    one core idle); the merge into the preset's table still holds the lock, this run's rows first."""
+    """Two lanes score one preset at once (a lock over the whole scoring run left one core idle); the merge into
+    the preset's table still holds the lock, this run's rows first."""
     tables = tmp_path / "tables"
     tables.mkdir()
     lock = tables / ".synthetic_x.lock"
@@ -53,12 +55,13 @@ def test_scoring_runs_outside_the_lock_and_only_the_merge_holds_it(tmp_path, ste
              f'|| echo "lock held" >> {tmp_path}/calls.txt')
     stub, log = _stub(tmp_path, probe)
     (tables / "synthetic_x_test_cases.csv").write_text("old rows\n")
-    env = {**os.environ, "ARCH": "vnet", "STEP": step, "PRESETS": "synthetic_x", "PY": str(stub),
+    (tables / "synthetic_x_vnet_postprocess_val.json").write_text("{}\n")  # STEP=choose ran
+    env = {**os.environ, "ARCH": "vnet", "STEP": step, "PRESETS": "synthetic_x", "PY": str(stub), "NR": str(stub),
            "TABLES": str(tables)}
     done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     calls = log.read_text().splitlines()
-    rows_calls = [i for i, c in enumerate(calls) if c.startswith("experiments/segmenters/rows.py")]
+    rows_calls = [i for i, c in enumerate(calls) if c.startswith("segmenter-rows")]
     score, merge = rows_calls
     assert calls[score + 1] == "lock free" and f"--out {tables}" not in calls[score]
     scratch = calls[score].split("--out ")[1].split()[0]
@@ -79,29 +82,31 @@ def test_a_list_of_steps_runs_in_order_per_preset(tmp_path):
     assert done.returncode == 0, done.stderr
     calls = log.read_text().splitlines()
     scripts = [c.split()[0] for c in calls]
-    assert scripts == ["train.py", "experiments/segmenters/synthetic/choose_postprocess.py"] * 2
+    assert scripts == ["train.py", "choose-postprocess"] * 2
     assert "dataset=synthetic_cwmbs_weak" in calls[0] and "--dataset synthetic_zbfwb" in calls[3]
     assert "model=vnet" in calls[0]
 
 
 def test_the_prior_variant_trains_with_the_prior_and_keeps_its_own_files(tmp_path):
-    """PRIOR=0.02 (tenth round): the foreground-prior run must neither overwrite the plain network's checkpoint,
-    val choice and card nor merge its rows under the plain network's label."""
+    """PRIOR=0.02: the foreground-prior run must neither overwrite the plain network's checkpoint, val choice
+    and card nor merge its rows under the plain network's label."""
     tables = tmp_path / "tables"
     tables.mkdir()
-    stub, log = _stub(tmp_path)
+    stub, log = _stub(tmp_path, f'case "$1" in choose-postprocess) echo {{}} > '
+                                f'{tables}/synthetic_x_gbpnet_style_prior_postprocess_val.json ;; esac')
     env = {**os.environ, "ARCH": "gbpnet_style", "PRIOR": "0.02", "STEP": "train choose eval",
-           "PRESETS": "synthetic_x", "PY": str(stub), "TABLES": str(tables)}
+           "PRESETS": "synthetic_x", "PY": str(stub), "NR": str(stub), "TABLES": str(tables)}
     done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     calls = log.read_text().splitlines()
-    ck = "checkpoints/runs/segment/gbpnet_style/synthetic_x_r3_prior/segmenter.pt"
+    ck = "checkpoints/runs/segment/gbpnet_style/synthetic_x_prior/segmenter.pt"
     train = next(c for c in calls if c.startswith("train.py"))
     assert "model=gbpnet_style" in train and "segmentation.module.foreground_prior=0.02" in train
     assert f"segmentation.ckpt_dir={Path(ck).parent}" in train
-    choose = next(c for c in calls if "choose_postprocess.py" in c)
+    choose = next(c for c in calls if c.startswith("choose-postprocess"))
     assert "--arch gbpnet_style --name gbpnet_style_prior" in choose and f"--model {ck}" in choose
-    score = next(c for c in calls if c.startswith("experiments/segmenters/rows.py") and "--segmenter" in c)
+    assert f"--out {tables}" in choose
+    score = next(c for c in calls if c.startswith("segmenter-rows") and "--segmenter" in c)
     assert f"--segmenter gbpnet_style:prior={ck}" in score
     card = tables / "synthetic_x_gbpnet_style_prior_card.md"
     assert card.exists() and not (tables / "synthetic_x_gbpnet_style_card.md").exists()
@@ -113,7 +118,7 @@ def test_without_prior_the_files_keep_their_old_names(tmp_path):
     assert done.returncode == 0, done.stderr
     calls = log.read_text().splitlines()
     assert "foreground_prior" not in calls[0]
-    assert "segmentation.ckpt_dir=checkpoints/runs/segment/gbpnet_style/synthetic_x_r3 " in calls[0] + " "
+    assert "segmentation.ckpt_dir=checkpoints/runs/segment/gbpnet_style/synthetic_x " in calls[0] + " "
     assert "--name gbpnet_style " in calls[1] + " "
 
 
@@ -121,27 +126,28 @@ def test_without_prior_the_files_keep_their_old_names(tmp_path):
 def test_a_failed_scoring_run_leaves_no_scratch_table_behind(tmp_path, step):
     scratch_root = tmp_path / "tmp"
     scratch_root.mkdir()
-    stub, log = _stub(tmp_path, 'case "$1" in experiments/segmenters/rows.py) exit 3 ;; esac')
-    env = {**os.environ, "ARCH": "vnet", "STEP": step, "PRESETS": "synthetic_x", "PY": str(stub),
+    stub, log = _stub(tmp_path, 'case "$1" in segmenter-rows) exit 3 ;; esac')
+    (tmp_path / "synthetic_x_vnet_postprocess_val.json").write_text("{}\n")
+    env = {**os.environ, "ARCH": "vnet", "STEP": step, "PRESETS": "synthetic_x", "PY": str(stub), "NR": str(stub),
            "TABLES": str(tmp_path), "TMPDIR": str(scratch_root)}
     done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 3  # the failure still fails the run
-    assert "rows.py" in log.read_text()  # it got as far as scoring
+    assert "segmenter-rows" in log.read_text()  # it got as far as scoring
     assert list(scratch_root.iterdir()) == []
 
 
 def test_another_seed_trains_with_it_keeps_its_own_files_and_is_never_scored_on_test(tmp_path):
-    """SEED=1 (eleventh round): a second seed of the plain or prior recipe for the val comparison
-    (prior_compare.py --seeds) must not overwrite the seed-0 run's checkpoint, val choice or card."""
+    """SEED=1: a second seed of the plain or prior recipe for the val comparison (neurorefiner prior-compare
+    --seed 1) must not overwrite the seed-0 run's checkpoint, val choice or card."""
     tables = tmp_path / "tables"
     tables.mkdir()
     stub, log = _stub(tmp_path)
     env = {**os.environ, "ARCH": "vnet", "SEED": "1", "PRIOR": "0.01", "STEP": "train choose card",
-           "PRESETS": "synthetic_x", "PY": str(stub), "TABLES": str(tables)}
+           "PRESETS": "synthetic_x", "PY": str(stub), "NR": str(stub), "TABLES": str(tables)}
     done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     train, choose, card = log.read_text().splitlines()
-    ck = "checkpoints/runs/segment/vnet/synthetic_x_r3_seed1_prior/segmenter.pt"
+    ck = "checkpoints/runs/segment/vnet/synthetic_x_seed1_prior/segmenter.pt"
     assert "seed=1" in train.split() and "segmentation.module.foreground_prior=0.01" in train
     assert f"segmentation.ckpt_dir={Path(ck).parent}" in train
     assert "--name vnet_seed1_prior" in choose and f"--model {ck}" in choose
@@ -154,7 +160,7 @@ def test_another_seed_trains_with_it_keeps_its_own_files_and_is_never_scored_on_
     done = subprocess.run(["bash", str(SCRIPT)], env={**env, "STEP": "train"}, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
-    assert "segmentation.ckpt_dir=checkpoints/runs/segment/vnet/synthetic_x_r3_seed1 " in log.read_text()
+    assert "segmentation.ckpt_dir=checkpoints/runs/segment/vnet/synthetic_x_seed1 " in log.read_text()
 
 
 @pytest.mark.parametrize("step", ["eval", "floor", "train eval"])
@@ -172,8 +178,17 @@ def test_a_seed_that_is_not_a_number_is_refused():
 
 @pytest.mark.parametrize("seed", ["0", "00"])
 def test_seed_zero_is_refused_because_it_is_the_recipes_own_run(seed):
-    """The recipe's run (seed 0) carries no seed in its file names (prior_compare.py reads it as seed 0): a
-    SEED=0 run would write a second, unread copy under another name."""
+    """The recipe's run (seed 0) carries no seed in its file names (prior-compare reads it as seed 0): a SEED=0
+    run would write a second, unread copy under another name."""
     env = {**os.environ, "ARCH": "vnet", "SEED": seed, "STEP": "train", "PRESETS": "synthetic_x", "PY": "false"}
     done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "is the recipe's own seed" in done.stderr
+
+
+def test_eval_without_a_chosen_post_processing_is_refused(tmp_path):
+    stub, log = _stub(tmp_path)
+    env = {**os.environ, "ARCH": "vnet", "STEP": "eval", "PRESETS": "synthetic_x", "PY": str(stub), "NR": str(stub),
+           "TABLES": str(tmp_path)}
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "run STEP=choose first" in done.stderr
+    assert not log.exists()  # nothing was scored

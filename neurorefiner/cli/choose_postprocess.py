@@ -1,0 +1,33 @@
+"""Choose a segmenter's post-processing (threshold x gap bridging, keep largest) on a SYNTHETIC preset's val
+split through APP2, write <preset>_<name>_postprocess_val.{md,csv,json}, and optionally record it in the
+checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from neurorefiner.cli.common import friendly_errors, is_tty
+
+
+@friendly_errors
+def choose_postprocess(
+        dataset: str = typer.Option(..., "--dataset", help="a synthetic preset (its val split is used)"),
+        arch: str = typer.Option(..., "--arch", help="the network the checkpoint must hold"),
+        model: Path = typer.Option(..., "--model", help="segmenter checkpoint"),
+        out: Path = typer.Option(..., "--out", help="folder for the three files"),
+        name: str | None = typer.Option(None, "--name", help="names the files (default: --arch); a variant's, "
+                                        "e.g. unet3d_prior"),
+        threshold: list[float] | None = typer.Option(None, "--threshold", help="a threshold of the grid "
+                                                     "(repeatable; default 0.3 0.4 0.5 0.6 0.7)"),
+        bridge: list[float] | None = typer.Option(None, "--bridge", help="a gap-bridging distance in um "
+                                                  "(repeatable; default 0 3)"),
+        threads: int = typer.Option(1, "--threads", help="torch CPU threads"),
+        record: bool = typer.Option(False, "--record", help="store the choice in the checkpoint")) -> None:
+    """Choose post-processing on a preset's val split."""
+    from neurorefiner.evaluation.choose_postprocess import BRIDGE, THRESHOLDS
+    from neurorefiner.evaluation.choose_postprocess import choose_postprocess as run
+
+    typer.echo(run(dataset, arch, model, out, name=name, thresholds=tuple(threshold or THRESHOLDS),
+                   bridge=tuple(bridge or BRIDGE), threads=threads, record=record, progress=is_tty()))

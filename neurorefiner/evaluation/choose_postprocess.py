@@ -1,0 +1,99 @@
+"""Choose a segmenter's post-processing on a SYNTHETIC preset's validation split (never its test split), the
+way the DIADEM U-Net's is chosen by cross-validation: mask -> APP2 -> F1/SSD against the gold SWC, the rule of
+:func:`neurorefiner.postprocessing.choose.choose_setting` (highest mean F1, settings within 0.01 of it to the
+lower mean SSD, then the simpler setting: no gap bridging, threshold nearest 0.5). The grid: thresholds x gap
+bridging (um), keep the largest component, no dust removal.
+
+Writes ``<out>/<preset>_<name>_postprocess_val.{md,csv,json}``; ``record`` stores the choice in the
+checkpoint. Command: ``neurorefiner choose-postprocess``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+
+from neurorefiner.errors import InputError
+
+THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)
+BRIDGE = (0.0, 3.0)
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    """Mean PRE/REC/F1/SD/SSD per (threshold, bridge_um) over the validation volumes, best F1 first."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["threshold"], r["bridge_um"]), []).append(r)
+    summary = [{"threshold": t, "bridge_um": b, "volumes": len(rs),
+                **{m: float(np.mean([r[m] for r in rs])) for m in ("PRE", "REC", "F1", "SD", "SSD")}}
+               for (t, b), rs in groups.items()]
+    return sorted(summary, key=lambda s: (-s["F1"], s["SSD"]))
+
+
+def markdown(name: str, dataset: str, model: Path, n_cases: int, summary: list[dict], chosen: dict) -> str:
+    from neurorefiner.postprocessing.choose import TIE_F1
+
+    lines = [f"# {name} on {dataset} (SYNTHETIC): post-processing chosen on the val split", "",
+             f"Model `{model}`; {n_cases} val volumes; mask -> APP2 -> PRE/REC/F1 (tau 4 voxels), SD/SSD in "
+             "voxels, means over the volumes; keep the largest component, no dust removal. Rule: the highest mean "
+             f"F1; within {TIE_F1} the lower mean SSD, then no bridging, then the threshold nearest 0.5. The test "
+             "split is not used. Command: `neurorefiner choose-postprocess`.", "",
+             f"**Chosen: threshold {chosen['threshold']}, gap bridging {chosen['bridge_um']:g} um, keep largest** "
+             f"(F1 {chosen['F1']:.3f}, SSD {chosen['SSD']:.2f})", "",
+             "| threshold | bridge um | PRE | REC | F1 | SD | SSD |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {s['threshold']} | {s['bridge_um']:g} | {s['PRE']:.3f} | {s['REC']:.3f} | {s['F1']:.3f} | "
+              f"{s['SD']:.2f} | {s['SSD']:.2f} |" for s in summary]
+    return "\n".join(lines) + "\n"
+
+
+def choose_postprocess(dataset: str, arch: str, model: Path, out: Path, name: str | None = None,
+                       thresholds: tuple[float, ...] = THRESHOLDS, bridge: tuple[float, ...] = BRIDGE,
+                       threads: int = 1, record: bool = False, progress: bool = False) -> str:
+    """Score the grid on every val volume, choose, write the three files; returns the markdown."""
+    import torch
+    from tqdm import tqdm
+
+    from neurorefiner.data import get_dataset
+    from neurorefiner.inference.segmenter import load_segmenter, record_postprocess, segment_array
+    from neurorefiner.io.atomic import atomic_path, write_text_atomic
+    from neurorefiner.paths import project_root
+    from neurorefiner.postprocessing.choose import choose_setting, score_settings, settings_grid
+    from neurorefiner.postprocessing.masks import PostProcess
+
+    if not thresholds or not bridge:
+        raise InputError("give at least one threshold and one gap-bridging distance")
+    if not Path(model).exists():
+        raise InputError("checkpoint not found", Path(model))
+    torch.set_num_threads(threads)
+    cases = get_dataset(dataset).cases("val")
+    if not cases or not cases[0].info.get("synthetic"):
+        raise InputError(f"{dataset}: this chooser is for the synthetic presets' val splits")
+    seg = load_segmenter(model, expected_arch=arch)
+    grid = settings_grid(thresholds, (0,), (1,), bridge)
+    rows = []
+    for case in tqdm(cases, desc=f"{arch} on {dataset} val", unit="volume", disable=not progress):
+        _, probs = segment_array(seg, case.image().load(), source=str(case.image_path), post=PostProcess(0.5),
+                                 spacing=case.spacing)
+        for post, s in score_settings(probs, case.gold(), case.spacing, grid):
+            rows.append({"case": case.name, "threshold": post.threshold, "bridge_um": post.bridge_um, **s})
+    summary = summarise(rows)
+    chosen = choose_setting(summary)
+    name = name or arch
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"{dataset}_{name}_postprocess_val"
+    with atomic_path(stem.with_suffix(".csv")) as tmp, open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    text = markdown(name, dataset, model, len(cases), summary, chosen)
+    write_text_atomic(stem.with_suffix(".md"), text)
+    post = PostProcess(chosen["threshold"], 0, 1, chosen["bridge_um"])
+    write_text_atomic(stem.with_suffix(".json"), json.dumps(post.as_dict(), indent=1) + "\n")
+    if record:
+        md = stem.with_suffix(".md").resolve()
+        where = md.relative_to(project_root()) if md.is_relative_to(project_root()) else md
+        record_postprocess(model, post, f"{dataset} val split: {where}")
+    return text
