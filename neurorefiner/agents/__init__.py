@@ -1,5 +1,8 @@
-"""The agents (inspector, advisor, validator) and the instruction grammar they share with TopoRefineNet.
+"""The agents (inspector, advisor, validator), the loop that runs them (Algorithm 1), and the instruction
+grammar they share with TopoRefineNet.
 
+The roles are interfaces (:mod:`neurorefiner.agents.roles`) with ``heuristic``, ``vlm`` and ``replay``
+implementations chosen by ``conf/agent/``; :mod:`neurorefiner.agents.loop` knows only the interfaces.
 The grammar lives in ``neurorefiner.topology.instructions`` (lower layers use it from there);
 ``neurorefiner.agents.instructions`` re-exports it under the agents' name.
 """
@@ -11,5 +14,7 @@ from neurorefiner.agents.instructions import (
     all_instructions,
     parse_instruction,
 )
+from neurorefiner.agents.roles import Advisor, Editor, Inspector, Validator
 
-__all__ = ["GRAMMAR", "Instruction", "InstructionParseError", "all_instructions", "parse_instruction"]
+__all__ = ["GRAMMAR", "Advisor", "Editor", "Inspector", "Instruction", "InstructionParseError", "Validator",
+           "all_instructions", "parse_instruction"]
