@@ -40,7 +40,7 @@ def card_validation(path: Path) -> dict:
 
 
 def val_choice(json_path: Path, csv_path: Path) -> dict:
-    """The val-chosen post-processing and the mean val traces it gave (choose_postprocess.py's files)."""
+    """The val-chosen post-processing and the mean val traces it gave (`neurorefiner choose-postprocess` files)."""
     chosen = json.loads(json_path.read_text())
     with open(csv_path, newline="") as fh:
         rows = [r for r in csv.DictReader(fh)
