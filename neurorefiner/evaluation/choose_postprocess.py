@@ -56,7 +56,7 @@ def choose_postprocess(dataset: str, arch: str, model: Path, out: Path, name: st
     import torch
     from tqdm import tqdm
 
-    from neurorefiner.data import get_dataset
+    from neurorefiner.evaluation.segmenter_rows import dataset_cases
     from neurorefiner.inference.segmenter import load_segmenter, record_postprocess, segment_array
     from neurorefiner.io.atomic import atomic_path, write_text_atomic
     from neurorefiner.paths import project_root
@@ -68,7 +68,7 @@ def choose_postprocess(dataset: str, arch: str, model: Path, out: Path, name: st
     if not Path(model).exists():
         raise InputError("checkpoint not found", Path(model))
     torch.set_num_threads(threads)
-    cases = get_dataset(dataset).cases("val")
+    cases = dataset_cases(dataset, "val")
     if not cases or not cases[0].info.get("synthetic"):
         raise InputError(f"{dataset}: this chooser is for the synthetic presets' val splits")
     seg = load_segmenter(model, expected_arch=arch)

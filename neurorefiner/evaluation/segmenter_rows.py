@@ -58,6 +58,14 @@ def parse_segmenter(text: str) -> SegmenterSpec:
     return SegmenterSpec(name, arch, ckpt or None)
 
 
+def dataset_cases(dataset: str, split: str) -> list:
+    """The cases of a registry dataset's split; an unknown dataset or split is an :class:`InputError`."""
+    try:
+        return get_dataset(dataset).cases(split)
+    except (KeyError, ValueError) as exc:
+        raise InputError(str(exc.args[0] if exc.args else exc)) from None
+
+
 def voxel_row(mask: np.ndarray, gold_mask: np.ndarray) -> dict[str, float]:
     from neurorefiner.metrics.voxel import betti_numbers, cldice, dice
 
@@ -224,7 +232,7 @@ def segmenter_rows(dataset: str, split: str, out: Path, segmenters: Sequence[str
     for path in include:
         if not Path(path).exists():
             raise InputError("rows file not found", Path(path))
-    all_cases = get_dataset(dataset).cases(split)
+    all_cases = dataset_cases(dataset, split)
     wanted = list(cases or ())
     unknown = sorted(set(wanted) - {c.name for c in all_cases})
     if unknown:

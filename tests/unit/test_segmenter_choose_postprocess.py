@@ -56,3 +56,11 @@ def test_a_missing_checkpoint_is_a_one_line_error(tmp_path):
     done = CliRunner().invoke(app, ["choose-postprocess", "--dataset", "synthetic_zbfwb", "--arch", "vnet",
                                     "--model", str(tmp_path / "none.pt"), "--out", str(tmp_path)])
     assert done.exit_code == 2 and "checkpoint not found" in done.output
+
+
+def test_a_split_the_dataset_lacks_is_a_one_line_error(tmp_path):
+    model = tmp_path / "ck.pt"
+    model.write_bytes(b"")
+    done = CliRunner().invoke(app, ["choose-postprocess", "--dataset", "diadem", "--arch", "vnet", "--model",
+                                    str(model), "--out", str(tmp_path)])
+    assert done.exit_code == 2 and "has splits" in done.output and "Traceback" not in done.output

@@ -92,6 +92,14 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path, monkeypatch):
         rows_mod.parse_segmenter("vnet:=x.pt")
 
 
+def test_an_unknown_dataset_or_split_is_one_line(tmp_path):
+    runner = CliRunner()
+    done = runner.invoke(app, ["segmenter-rows", "--dataset", "no_such_set", "--out", str(tmp_path)])
+    assert done.exit_code == 2 and "unknown dataset 'no_such_set'" in done.output
+    done = runner.invoke(app, ["segmenter-rows", "--dataset", "diadem", "--split", "val", "--out", str(tmp_path)])
+    assert done.exit_code == 2 and "has splits" in done.output and "Traceback" not in done.output
+
+
 def test_segmenter_arguments_name_their_rows_and_mask_folders():
     plain = rows_mod.parse_segmenter("vnet=ck.pt")
     variant = rows_mod.parse_segmenter("vnet:prior=ck2.pt")
