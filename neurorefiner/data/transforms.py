@@ -13,8 +13,8 @@ from neurorefiner.errors import InputError
 DEFAULT_PERCENTILES: tuple[float, float] = (1.0, 99.99)
 """Robust normalisation of the segmenters: the 1st percentile maps to 0 and the 99.99th to 1 (clipped).
 
-Chosen on DIADEM dev (OP_1-OP_6) by ``experiments/segmenters/normalisation_dev.py``: neurites fill
-0.01-0.1 % of a stack, so the 99.9th percentile often lies in the background (17 of 254 on OP_5, which
+Chosen on DIADEM dev (OP_1-OP_6; the comparison is in the lab-notebook commit named in experiments/README.md):
+neurites fill 0.01-0.1 % of a stack, so the 99.9th percentile often lies in the background (17 of 254 on OP_5, which
 would turn the noise floor into mid-grey); the 99.99th lies on the neurites and brings their brightness
 across stacks closer together than min-max, which lets one hot voxel rescale the whole stack."""
 

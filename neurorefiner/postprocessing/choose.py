@@ -1,6 +1,6 @@
 """Score one probability map under many post-processings (threshold, dust removal, largest components),
 mask -> APP2 -> metrics against the gold SWC. Used to choose a segmenter's post-processing on dev data
-(experiments/segmenters/postprocess_dev.py, cv_dev.py). Settings that give the same mask are traced once:
+(``neurorefiner choose-postprocess``, ``neurorefiner segmenter-cv``). Settings that give the same mask are traced once:
 APP2 is the slow part, and on DIADEM most filters change nothing."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def simplicity(setting: Mapping) -> tuple:
 
 
 def choose_setting(summary: Sequence[Mapping], tie_f1: float = TIE_F1) -> Mapping:
-    """The post-processing rule every chooser uses (DIADEM cv_dev.py, the synthetic presets' val splits), so
+    """The post-processing rule every chooser uses (the DIADEM cross-validation, the synthetic presets' val splits), so
     the tables compare settings picked one way: the highest mean F1; settings within ``tie_f1`` of it go to the
     lower mean SSD, then to the simpler setting (``simplicity``). ``summary``: per-setting means with
     ``F1``, ``SSD``, ``threshold`` and any of ``members``, ``bridge_um``, ``dust_voxels``, ``keep_largest``."""

@@ -222,7 +222,7 @@ def test_init_masks_recompute_when_postprocessing_changes(tmp_path, monkeypatch)
 
 
 def test_init_masks_probability_cache_gives_the_same_masks_with_one_pass(tmp_path, monkeypatch):
-    """rows.py scores two post-processings of each case; the probability map is computed once."""
+    """segmenter-rows scores two post-processings of each case; the probability map is computed once."""
     from neurorefiner.inference import init_masks
     from neurorefiner.inference import segmenter as inference
 

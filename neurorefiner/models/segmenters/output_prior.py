@@ -6,7 +6,7 @@ into pushing every voxel's probability down before the network starts to separat
 background; on a 256-step CPU budget that stretch can be the whole run. On synthetic_cwmbs_weak
 GBP-Net-style starts at 0.61 and after 96 steps gives neurite voxels 0.07 more than background, the U-Net
 (starting at 0.41) 0.20; started at 0.01, both separate them by > 0.5 within 16 steps
-(experiments/segmenters/prior_probe_synthetic_cwmbs_weak.md). Setting the output layer's bias so that
+(the prior probe in the lab-notebook commit named in experiments/README.md). Setting the output layer's bias so that
 the softmax gives the prior everywhere (the prior initialisation of focal loss, Lin et al., ICCV 2017)
 removes that stretch without touching the other weights.
 
