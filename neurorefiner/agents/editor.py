@@ -8,6 +8,7 @@ loop cuts a window of that size around the named place and pads it where the vol
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -41,12 +42,25 @@ class LazyEditor:
     def loaded(self) -> bool:
         return self._editor is not None
 
-    def edit(self, image_block: np.ndarray, mask_block: np.ndarray, instruction: str | Instruction) -> Any:
+    def edit(self, image_block: np.ndarray, mask_block: np.ndarray, instruction: str | Instruction,
+             context: np.ndarray | None = None) -> Any:
+        """The editor's answer; through ``edit_result`` when it has one (the reason travels with the mask)."""
         if self._editor is None:
             with self._lock:
                 if self._editor is None:
                     self._editor = self._factory(**self._kwargs)
-        return self._editor.edit(image_block, mask_block, instruction)
+        fn = getattr(self._editor, "edit_result", None) or self._editor.edit
+        if context is not None and accepts(fn, "context"):
+            return fn(image_block, mask_block, instruction, context=context)
+        return fn(image_block, mask_block, instruction)
+
+
+def accepts(fn: Any, name: str) -> bool:
+    """Whether ``fn`` takes a keyword argument ``name`` (the editor's optional context)."""
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def result_mask(result: Any, shape: Sequence[int]) -> np.ndarray:
@@ -74,16 +88,33 @@ def frame_around(centre: Sequence[float], size: Sequence[int], region_shape: Seq
     return EditFrame(window, tuple(pad))
 
 
+def frame_context(frame: EditFrame, mask: np.ndarray, halo: int) -> np.ndarray | None:
+    """The region's mask around the frame, ``halo`` voxels wider on every side (what lies just outside the
+    frame, so the editor's decoding does not take a fibre cut by the frame for an isolated piece). Beyond
+    the region the border voxels are repeated: foreground that reaches the region's edge is taken to go on.
+    None when the frame is padded (a volume smaller than the editor)."""
+    if halo <= 0 or any(a or b for a, b in frame.pad):
+        return None
+    grown = tuple(slice(max(0, s.start - halo), min(n, s.stop + halo)) for s, n in zip(frame.window, mask.shape))
+    crop = np.asarray(mask[grown], dtype=bool)
+    pad = [(s.start - g.start, g.stop - s.stop) for s, g in zip(frame.window, grown)]
+    return np.pad(crop, [(halo - a, halo - b) for a, b in pad], mode="edge")
+
+
 def run_editor(editor: Editor, frame: EditFrame, image: np.ndarray, mask: np.ndarray,
-               instruction: Instruction) -> tuple[np.ndarray, str | None]:
-    """Edit the frame of a region: crop, pad, call the editor, crop back. Returns the window's new mask
-    and the editor's reason, if it gave one."""
+               instruction: Instruction, context_halo: int = 4) -> tuple[np.ndarray, str | None]:
+    """Edit the frame of a region: crop, pad, call the editor (with the frame's surroundings when it takes
+    a ``context``), crop back. Returns the window's new mask and the editor's reason, if it gave one."""
     img = np.asarray(image[frame.window], dtype=np.float32)
     msk = np.asarray(mask[frame.window], dtype=bool)
     if any(a or b for a, b in frame.pad):
         img = np.pad(img, frame.pad)
         msk = np.pad(msk, frame.pad)
-    result = editor.edit(img, msk, instruction)
+    context = frame_context(frame, mask, context_halo) if accepts(editor.edit, "context") else None
+    if context is not None:
+        result = editor.edit(img, msk, instruction, context=context)
+    else:
+        result = editor.edit(img, msk, instruction)
     out = result_mask(result, img.shape)
     if any(a or b for a, b in frame.pad):
         out = out[tuple(slice(a, n - b) for (a, b), n in zip(frame.pad, out.shape))]
