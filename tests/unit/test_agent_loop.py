@@ -215,3 +215,23 @@ def test_bad_settings() -> None:
         LoopSettings(roles="everything")
     with pytest.raises(ValueError):
         LoopSettings(inspector_inputs=("betti1",))
+
+
+def test_an_editor_taking_context_gets_the_frame_surroundings_and_its_reason_is_traced() -> None:
+    from neurorefiner.agents.editor import LazyEditor
+
+    seen = []
+
+    class ContextEditor:
+        def edit_result(self, image_block, mask_block, instruction, context=None):  # type: ignore[no-untyped-def]
+            seen.append(None if context is None else context.shape)
+            return WithReason.Result(RegionEditor().edit(image_block, mask_block, instruction), "joined 1 gap")
+
+    image, mask = cut_tube()
+    image, mask = np.pad(image, ((0, 0), (0, 64), (0, 64))), np.pad(mask, ((0, 0), (0, 64), (0, 64)))
+    records: list[dict] = []
+    agents = Agents(ScriptedInspector([{0: "FN"}]), ScriptedAdvisor(["Repair break at top-right-rear"]),
+                    ScriptedValidator([True]))
+    run_loop(image, mask, agents, LazyEditor(ContextEditor), LoopSettings(block_size=64), emit=records.append)
+    assert seen == [(32 + 8, 64 + 8, 64 + 8)]
+    assert [r["raw"] for r in records if r.get("role") == "editor"] == ["joined 1 gap"]
