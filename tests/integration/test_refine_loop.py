@@ -59,7 +59,7 @@ def synthetic(tmp: Path, n_blocks: int = 1) -> tuple[Path, Path]:
 
 
 def refine(args: list[str], tmp: Path, **kw) -> subprocess.CompletedProcess:  # type: ignore[no-untyped-def]
-    env = {**os.environ, "WANDB_MODE": "offline", "PROJECT_ROOT": str(ROOT)}
+    env = kw.pop("env", None) or {**os.environ, "WANDB_MODE": "offline", "PROJECT_ROOT": str(ROOT)}
     return subprocess.run([sys.executable, str(ROOT / "refine.py"), *args, f"hydra.run.dir={tmp / 'run'}",
                            "progress=false"], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, **kw)
 
@@ -143,3 +143,31 @@ def test_kill_9_then_resume_gives_the_uninterrupted_result(tmp_path: Path) -> No
     records = [json.loads(line) for line in trace.read_text().splitlines()]
     done = [(r["round"], r["block"]) for r in records if r["type"] == "block_done"]
     assert len(done) == len(set(done))          # no finished block was redone
+
+
+@pytest.mark.slow
+def test_server_down_with_fallback_and_the_key_is_nowhere_in_the_outputs(tmp_path: Path) -> None:
+    image, mask = synthetic(tmp_path)
+    key = "sk-never-write-me-0001"
+    env_key = {"NEUROREFINER_VLM_API_KEY": key}
+    out_dir = tmp_path / "o"
+    out = refine([f"image={image}", f"mask={mask}", f"out={out_dir}", "agent=vlm", "agent.fallback=heuristic",
+                  "agent.base_url=http://127.0.0.1:9/v1", "agent.client.max_retries=0",
+                  "editor._target_=tests.integration.test_refine_loop.slow_editor", "+editor.delay=0"],
+                 tmp_path, env={**os.environ, "WANDB_MODE": "offline", "PROJECT_ROOT": str(ROOT), **env_key})
+    assert out.returncode == 0, out.stderr
+    trace = (out_dir / "trace.jsonl").read_text()
+    assert "fallback to heuristic" in trace
+    for path in [*out_dir.rglob("*"), *(tmp_path / "run").rglob("*")]:
+        if path.is_file():
+            assert key not in path.read_text(errors="ignore"), path
+    assert key not in out.stdout + out.stderr
+
+
+def test_server_down_without_fallback_is_a_clear_error(tmp_path: Path) -> None:
+    image, mask = synthetic(tmp_path)
+    out = refine([f"image={image}", f"mask={mask}", f"out={tmp_path / 'o'}", "agent=vlm",
+                  "agent.base_url=http://127.0.0.1:9/v1", "agent.client.max_retries=0"], tmp_path)
+    assert out.returncode == 1
+    assert "did not answer" in out.stderr and "resume" in out.stderr and "Traceback" not in out.stderr
+    assert (tmp_path / "o" / "trace.jsonl").exists()

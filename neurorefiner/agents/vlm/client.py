@@ -50,7 +50,8 @@ class ChatClient:
         self.timeout, self.max_retries, self.backoff = float(timeout), int(max_retries), float(backoff)
         self.max_tokens, self.temperature = int(max_tokens), float(temperature)
         self.structured = bool(structured)
-        self._key = api_key or os.environ.get(api_key_env or "", "") or "EMPTY"
+        given = api_key if api_key and api_key != "EMPTY" else None
+        self._key = given or os.environ.get(api_key_env or "", "") or "EMPTY"
         self._client: Any = None
         self._lock = threading.Lock()
 
