@@ -186,23 +186,26 @@ def find_noise(labels: np.ndarray, sizes: np.ndarray, exclude: set[int], spacing
     cand = [c for c in np.flatnonzero((sizes > 0) & (sizes <= s.blob_max_size)) if c != main and c not in exclude]
     if not cand:
         return []
-    stats = cc3d.statistics(labels, no_slice_conversion=True)
-    boxes = stats["bounding_boxes"]
+    boxes = cc3d.statistics(labels, no_slice_conversion=True)["bounding_boxes"]
+    labs, first = np.unique(labels.ravel(), return_index=True)   # a voxel of every piece, without a loop
+    first_voxel = dict(zip(labs.tolist(), first.tolist()))
     out = []
     for c in sorted(cand, key=lambda c: (-int(sizes[c]), int(c))):
+        size = int(sizes[c])
+        if size <= s.fp_max_size:
+            anchor = np.unravel_index(first_voxel[int(c)], labels.shape)
+            note = f"speck of {size} voxels, apart from the tree"
+            out.append(Defect("FP", (tuple(int(v) for v in anchor),), size, note))
+            continue
         z0, z1, y0, y1, x0, x1 = (int(v) for v in boxes[c])
         local = np.argwhere(labels[z0:z1 + 1, y0:y1 + 1, x0:x1 + 1] == c) + np.array([z0, y0, x0])
-        size = int(sizes[c])
-        if size > s.fp_max_size:
-            elong = _elongation(local, scale)
-            if elong >= s.blob_elongation:
-                continue
-            note = f"compact piece of {size} voxels (elongation {elong:.1f}), apart from the tree"
-        else:
-            note = f"speck of {size} voxels, apart from the tree"
+        elong = _elongation(local, scale)
+        if elong >= s.blob_elongation:
+            continue
         centre = local.mean(axis=0)
         anchor = local[int(np.argmin(((local - centre) ** 2).sum(axis=1)))]
-        out.append(Defect("FP", (tuple(int(v) for v in anchor),), size, note))
+        out.append(Defect("FP", (tuple(int(v) for v in anchor),), size,
+                          f"compact piece of {size} voxels (elongation {elong:.1f}), apart from the tree"))
     return out
 
 
