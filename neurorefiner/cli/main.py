@@ -13,6 +13,7 @@ from neurorefiner.cli import (
     init_masks,
     inspect,
     prior_compare,
+    probe_editor,
     score,
     segment,
     segmenter_cv,
@@ -38,6 +39,7 @@ app.command("segment", help=segment.__doc__)(segment.segment)
 app.command("init-masks", help=init_masks.__doc__)(init_masks.init_masks)
 app.command("edit", help=edit.__doc__)(edit.edit)
 app.command("inspect", help=inspect.__doc__)(inspect.inspect)
+app.command("probe-editor", help=probe_editor.__doc__)(probe_editor.probe_editor)
 app.command("segmenter-rows", help=segmenter_rows.__doc__)(segmenter_rows.segmenter_rows)
 app.command("segmenter-summary", help=segmenter_summary.__doc__)(segmenter_summary.segmenter_summary)
 app.command("choose-postprocess", help=choose_postprocess.__doc__)(choose_postprocess.choose_postprocess)

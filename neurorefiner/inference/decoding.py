@@ -57,12 +57,26 @@ class DecodingConfig:
         background_share: share of a piece's voxels the network must mark background to remove it.
         min_protrusion: an attached piece is trimmed only if some of its voxels lie this far (voxels)
             from the rest of its component: a blob stuck to a neurite, not the neurite's own flank.
+        keep_skin: voxels of a trimmed piece within this distance of the rest of its component are kept:
+            next to a neurite, the network's rejection and a dark image are also what the neurite's own
+            faint flank looks like (0 = trim the whole piece).
+        dark_level: an attached piece is trimmed only where the image's brightness (0 = the block's
+            background median, 1 = its foreground median) is below this.
+        max_brightness: an isolated piece is removed only if its mean brightness is below this: a true
+            fragment the image shows is kept even when the network rejects it (1 = the network alone).
         min_piece: components smaller than this (voxels) are not join targets (specks).
-        prob_weight: weight of the network's probability against the image's brightness in the cost.
+        image_weight: weight of the image's brightness in the evidence (the network's probability has
+            weight 1): evidence = max(probability, image_weight * brightness).
         cost_scale: cost of a fully dark voxel on top of the unit step cost (prefers bright paths).
         max_gap_voxels: longest bridge (new voxels along the path's centre line) a join may paint.
         max_darkness: highest mean darkness (1 - evidence, in [0, 1]) along the bridge.
-        max_joins: joins per repair instruction (a cut through a branch point leaves three pieces).
+        max_joins: joins per instruction (a cut through a branch point leaves three pieces).
+        line_slack: the straight line between a bridge's ends replaces the least-cost path when its mean
+            darkness is at most this much above the path's.
+        outside_cost: factor on the step cost beyond the named place grown by ``margin``.
+        min_anchor: a component is a join target only if it continues beyond the search room (in the
+            block or out of it) or has at least this many voxels: a blob of noise next to a neurite is
+            not a piece of a broken neurite.
     """
 
     threshold: float = 0.5
@@ -70,12 +84,18 @@ class DecodingConfig:
     connect_margin: int = 6
     background_share: float = 0.5
     min_protrusion: float = 2.0
+    keep_skin: float = 2.0
+    dark_level: float = 0.5
+    max_brightness: float = 0.3
     min_piece: int = 4
-    prob_weight: float = 0.5
+    image_weight: float = 1.0
     cost_scale: float = 10.0
     max_gap_voxels: int = 24
     max_darkness: float = 0.6
-    max_joins: int = 2
+    max_joins: int = 3
+    min_anchor: int = 200
+    line_slack: float = 0.35
+    outside_cost: float = 1.0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold < 1.0:
@@ -84,8 +104,8 @@ class DecodingConfig:
             raise ValueError("margin and connect_margin must be >= 0")
         if not 0.0 < self.background_share <= 1.0:
             raise ValueError(f"background_share must be in (0, 1], got {self.background_share}")
-        if not 0.0 <= self.prob_weight <= 1.0:
-            raise ValueError(f"prob_weight must be in [0, 1], got {self.prob_weight}")
+        if not 0.0 <= self.image_weight <= 1.0:
+            raise ValueError(f"image_weight must be in [0, 1], got {self.image_weight}")
         if self.max_gap_voxels < 1 or self.max_joins < 1 or self.min_piece < 1 or self.cost_scale < 0:
             raise ValueError("max_gap_voxels, max_joins and min_piece must be >= 1, cost_scale >= 0")
         if not 0.0 <= self.max_darkness <= 1.0:
@@ -235,14 +255,15 @@ def brightness(image: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
     return np.clip((img - bg) / (fg - bg), 0.0, 1.0)
 
 
-def evidence(prob: np.ndarray, image: np.ndarray | None, mask: np.ndarray, prob_weight: float) -> np.ndarray:
-    """Per-voxel evidence of foreground in [0, 1]: the network's probability blended with the image's
-    :func:`brightness` (the network alone without an image or when the block has no contrast)."""
+def evidence(prob: np.ndarray, image: np.ndarray | None, mask: np.ndarray, image_weight: float = 1.0) -> np.ndarray:
+    """Per-voxel evidence of foreground in [0, 1]: the larger of the network's probability and the image's
+    :func:`brightness` (either can show a gap the other misses: a faint real gap, a network that has not
+    learned to fill; the network alone without an image or when the block has no contrast)."""
     p = np.clip(np.asarray(prob, dtype=np.float32), 0.0, 1.0)
     bright = None if image is None else brightness(image, mask)
     if bright is None:
         return p
-    return prob_weight * p + (1.0 - prob_weight) * bright
+    return np.maximum(p, image_weight * bright)
 
 
 def _box_of(region: np.ndarray) -> tuple[slice, ...]:
@@ -280,6 +301,10 @@ def decode_remove(mask: np.ndarray, prob: np.ndarray, region: np.ndarray,
     named = (ids > 0) & (in_region > 0)
     isolated = named & (in_allowed == size) & (touches == 0)
     marked = bg >= cfg.background_share * size
+    bright = None if image is None else brightness(image, mask)
+    if bright is not None and cfg.max_brightness < 1.0:  # the image shows it: a true fragment, keep it
+        mean_bright = np.bincount(labels.ravel(), weights=bright.ravel(), minlength=n + 1) / np.maximum(size, 1)
+        marked &= mean_bright < cfg.max_brightness
     drop = isolated & marked
     out = mask & ~drop[labels]
     pieces = int(drop.sum())
@@ -287,9 +312,8 @@ def decode_remove(mask: np.ndarray, prob: np.ndarray, region: np.ndarray,
     # pieces stuck to a structure that continues elsewhere: trim protrusions the network rejects
     trimmed = 0
     rejected = background & allowed
-    bright = None if image is None else brightness(image, mask)
     if bright is not None:  # without the image a blob and a neurite's own end look alike: no trimming
-        rejected &= bright < 0.5
+        rejected &= bright < cfg.dark_level
         for k in np.flatnonzero(named & ~isolated):
             trimmed += _trim_attached(out, labels == k, rejected, contact, cfg)
     pieces += trimmed
@@ -331,9 +355,10 @@ def _trim_attached(out: np.ndarray, comp: np.ndarray, rejected: np.ndarray, cont
         before = _labels(c)[1]
         if _labels(rest)[1] > before:
             continue
-        c = rest
+        drop = piece & (depth > cfg.keep_skin) if cfg.keep_skin > 0 else piece
+        c = c & ~drop
         out_box = out[box]
-        out_box[piece] = False
+        out_box[drop] = False
         removed += 1
     return removed
 
@@ -357,6 +382,31 @@ def _backtrack(dist: np.ndarray, target: tuple[int, int, int]) -> list[tuple[int
         path.append(nxt)
         cur = nxt
     return path
+
+
+def _centred(point: Sequence[int], comp: np.ndarray, depth: np.ndarray, reach: int = 2) -> tuple[int, ...]:
+    """The voxel of ``comp`` within ``reach`` of ``point`` deepest inside the mask (the middle of the
+    neurite's cross-section; ties: the nearest to ``point``)."""
+    lo = [max(0, int(c) - reach) for c in point]
+    hi = [min(n, int(c) + reach + 1) for c, n in zip(point, comp.shape, strict=True)]
+    win = tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))
+    cand = np.argwhere(comp[win])
+    if len(cand) == 0:
+        return tuple(int(c) for c in point)
+    d = depth[win][tuple(cand.T)]
+    near = -np.abs(cand + np.array(lo) - np.asarray(point)).sum(axis=1)
+    best = cand[np.lexsort((near, d))[-1]] + np.array(lo)
+    return tuple(int(c) for c in best)
+
+
+def _line(a: Sequence[int], b: Sequence[int], shape: Sequence[int]) -> np.ndarray:
+    """Voxels of the straight segment from ``a`` to ``b`` (26-connected, both ends included)."""
+    a_, b_ = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    n = int(np.abs(b_ - a_).max()) + 1
+    pts = np.rint(a_ + np.linspace(0.0, 1.0, n)[:, None] * (b_ - a_)).astype(np.int64)
+    out = np.zeros(tuple(shape), dtype=bool)
+    out[tuple(pts.T)] = True
+    return out
 
 
 def _axis_radii(mask: np.ndarray, near: np.ndarray) -> tuple[float, float, float]:
@@ -400,7 +450,10 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
     box = _box_of(search)
     lab = labels[box]
     meets = np.bincount(lab[search[box]], minlength=n + 1)
-    candidates = [k for k in range(1, n + 1) if meets[k] > 0 and size[k] >= cfg.min_piece]
+    in_search = np.bincount(labels[search], minlength=n + 1)
+    touches = np.bincount(labels[outside_contact(mask, context)], minlength=n + 1)
+    anchored = (in_search < size) | (touches > 0) | (size >= cfg.min_anchor)
+    candidates = [k for k in range(1, n + 1) if meets[k] > 0 and size[k] >= cfg.min_piece and anchored[k]]
     if instruction.op == "connect":
         ends = [grow(p.region(shape), cfg.connect_margin)[box] for p in instruction.positions]
         at = [set(np.unique(lab[e & (lab > 0)]).tolist()) for e in ends]
@@ -411,10 +464,15 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
         return EditResult(mask.copy(), False, f"nothing to connect: {what} component at the named place"
                           + (" (the pieces are joined outside the block)" if len(candidates) > 1 else ""),
                           op=instruction.op)
-    ev = evidence(prob, image, mask, cfg.prob_weight)[box]
-    # the step cost reads the evidence smoothed a little, so the path keeps to the middle of a bright
-    # neurite (whose centre is brighter once blurred) instead of running along its edge
-    step = (1.0 + cfg.cost_scale * (1.0 - ndi.gaussian_filter(ev, 1.0))).astype(np.float32)
+    ev = evidence(prob, image, mask, cfg.image_weight)[box]
+    # a small extra cost from the evidence smoothed in y and x keeps the path in the middle of a bright
+    # neurite (whose centre is brighter once blurred) instead of along its edge; not in z, where the
+    # neurites of anisotropic stacks are one slice thin and a blur would dim them
+    smooth = ndi.gaussian_filter(ev, (0.0, 1.0, 1.0))
+    step = (1.0 + cfg.cost_scale * (1.0 - ev) + (1.0 - smooth)).astype(np.float32)
+    # the named cell holds most of the gap: a bridge in the search room beyond it (where two pieces may
+    # pass close to each other by chance) costs more
+    step[~grow(region, cfg.margin)[box]] *= cfg.outside_cost
     step[~search[box]] = _BLOCKED
     group_of = groups[lab]  # group id per voxel of the box (0 = background)
     out = mask.copy()
@@ -423,7 +481,7 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
     start_groups = {int(groups[k]) for k in at[0] if k in candidates}
     end_groups = {int(groups[k]) for k in at[1] if k in candidates}
     painted_any = False
-    for _ in range(cfg.max_joins if instruction.op == "repair" else 1):
+    for _ in range(cfg.max_joins):
         best = None  # (cost, source group, target voxel, dist)
         for g in sorted(start_groups & cand_groups):
             targets = (end_groups & cand_groups) - {g}
@@ -453,6 +511,18 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
         path_pts = dijkstra3d.dijkstra(field_, origin, idx, connectivity=26, anisotropy=(1.0, 1.0, 1.0))
         path = np.zeros(lab.shape, dtype=bool)
         path[tuple(np.asarray(path_pts, dtype=np.int64).T)] = True
+        # a gap is usually a straight stretch of neurite: take the straight line between the path's
+        # ends when the image and network support it about as well (the path can drift a slice in z
+        # through the blur of an anisotropic stack, missing a neurite that is one slice thin)
+        # depth in the y-x plane (z counts ten times): neurites one slice thin in z still have a middle
+        depth = ndi.distance_transform_edt(out[box], sampling=(10.0, 1.0, 1.0))
+        line = _line(_centred(origin, group_of == g, depth), _centred(idx, group_of == int(group_of[idx]), depth),
+                     lab.shape)
+        line_new = line & ~out[box]
+        if line_new.any() and (step[line] < _BLOCKED).all():
+            path_dark = float(np.mean(1.0 - ev[path & ~out[box]])) if (path & ~out[box]).any() else 0.0
+            if float(np.mean(1.0 - ev[line_new])) <= max(path_dark + cfg.line_slack, 0.0):
+                path = line
         new = path & ~out[box]
         length = int(new.sum())
         darkness = float(np.mean(1.0 - ev[new])) if length else 0.0
@@ -462,7 +532,12 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
             break
         tg = int(group_of[idx])
         ends_near = grow(path & ~new, 3) & ((group_of == g) | (group_of == tg))
-        join.radii = _axis_radii(out[box], ends_near)
+        radii = list(_axis_radii(out[box], ends_near))
+        # along the neurite the run to background is its length, not its radius: that axis takes the
+        # largest radius across it
+        along = int(np.argmax(np.abs(np.subtract(idx, origin))))
+        radii[along] = max(r for a, r in enumerate(radii) if a != along)
+        join.radii = (radii[0], radii[1], radii[2])
         tube = (_tube(new, join.radii) & search[box]) | new
         out_box = out[box]
         out_box[tube] = True

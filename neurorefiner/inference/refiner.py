@@ -188,8 +188,19 @@ class TopoRefiner:
         place returns the mask unchanged, with the reason."""
         parsed = self.parse(instruction) if str(instruction).strip() else instruction
         prob = self.probabilities(image_block, mask_block, parsed)
+        return self.decode_probabilities(image_block, mask_block, parsed, prob, context)
+
+    def decode_probabilities(self, image_block: np.ndarray, mask_block: np.ndarray,
+                             instruction: str | Instruction, prob: np.ndarray, context: Context = None,
+                             decoding: str | None = None) -> EditResult:
+        """The decoding step of :meth:`edit_result` on probabilities already computed (``decoding``
+        overrides this refiner's choice), so one network pass can be decoded both ways."""
+        decoding = self.decoding if decoding is None else decoding
+        if decoding not in DECODINGS:
+            raise ValueError(f"decoding must be one of {DECODINGS}, got {decoding!r}")
+        parsed = self.parse(instruction)
         mask = np.asarray(mask_block) > 0
-        if self.decoding == "raw":
+        if decoding == "raw":
             return raw_decode(mask, prob, self.allowed_region(parsed, mask.shape), self.threshold)
         try:
             return decode(mask, prob, np.asarray(image_block, dtype=np.float32), parsed, self.decoding_config,

@@ -1,0 +1,96 @@
+"""Probe the editor on defects cut into development data: raw network and topology decoding side by side.
+
+Cuts breaks, noise blobs, pasted fragments and noise on a crossing neurite into gold blocks of DIADEM
+OP_1-OP_6 and a synthetic preset (never OP_7-OP_9), edits each with the correct instruction, a wrong place
+and the opposite operation, and writes ``editor_probe.md``, ``editor_probe.csv`` (summary) and
+``editor_probe_edits.csv`` (per edit) with date and commit, plus the timing of one 64 x 128 x 128 edit.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import typer
+
+from neurorefiner.cli.common import friendly_errors
+
+
+@friendly_errors
+def probe_editor(out: Path = typer.Option(Path("experiments/editor"), "--out", help="output folder"),
+                 n: int = typer.Option(50, "--n", help="defects per kind"),
+                 seed: int = typer.Option(0, "--seed", help="random seed of the defects"),
+                 kinds: str = typer.Option("break,noise,paste,crossing", "--kinds", help="defect kinds"),
+                 stacks: str = typer.Option("OP_1,OP_2,OP_3,OP_4,OP_5,OP_6", "--stacks",
+                                            help="DIADEM development stacks ('' for none)"),
+                 synthetic: str = typer.Option("synthetic_cwmbs_weak", "--synthetic",
+                                               help="synthetic preset ('' for none)"),
+                 synthetic_n: int = typer.Option(3, "--synthetic-n", help="synthetic stacks"),
+                 size: str = typer.Option("32,64,64", "--size", help="block z,y,x"),
+                 checkpoint: Path | None = typer.Option(None, "--checkpoint",
+                                                        help="TopoRefineNet checkpoint (default: the shipped one)"),
+                 threads: int = typer.Option(1, "--threads", help="torch threads for the probe"),
+                 speed_threads: int = typer.Option(2, "--speed-threads",
+                                                   help="torch threads for the 64x128x128 timing (0 = skip)"),
+                 ) -> None:
+    import numpy as np
+    import torch
+
+    from neurorefiner.errors import InputError
+    from neurorefiner.evaluation import editor_probe as ep
+    from neurorefiner.inference.refiner import TopoRefiner
+
+    kind_list = [k.strip() for k in kinds.split(",") if k.strip()]
+    bad = [k for k in kind_list if k not in ep.KINDS]
+    if bad or not kind_list:
+        raise InputError(f"--kinds must name some of {', '.join(ep.KINDS)}, got {kinds!r}")
+    try:
+        block = tuple(int(v) for v in size.split(","))
+    except ValueError:
+        block = ()
+    if len(block) != 3 or min(block) < 8:
+        raise InputError(f"--size must be three integers >= 8 (z,y,x), got {size!r}")
+    if n < 1:
+        raise InputError(f"--n must be >= 1, got {n}")
+    stack_list = [s.strip() for s in stacks.split(",") if s.strip()]
+    if ep.HELD_OUT.intersection(stack_list):
+        raise InputError("OP_7-OP_9 are held-out test stacks: the probe never uses them")
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    torch.set_num_threads(max(1, threads))
+    volumes = ep.load_diadem(stack_list) if stack_list else []
+    if synthetic:
+        volumes += ep.load_synthetic(synthetic, synthetic_n, seed=seed)
+    if not volumes:
+        raise InputError("no data: give --stacks and/or --synthetic")
+    items = ep.make_items(volumes, n, kind_list, block, seed)  # type: ignore[arg-type]
+    refiner = TopoRefiner.load(checkpoint)
+    typer.echo(f"{len(items)} defects in {len(volumes)} volumes; editing ...")
+
+    def progress(i: int, total: int) -> None:
+        if i % 25 == 0 or i == total:
+            typer.echo(f"  {i}/{total}")
+
+    rows = ep.probe(refiner, items, progress=progress)
+    summary = ep.summarize(rows)
+    speed = None
+    if speed_threads > 0:
+        torch.set_num_threads(speed_threads)
+        speed = ep.time_break_edit(refiner, volumes)
+        speed["threads"] = speed_threads
+    root = Path(__file__).resolve().parents[2]
+    cfg = refiner.decoding_config
+    meta = {"date": ep.today(), "commit": ep.commit_id(root),
+            "command": "neurorefiner probe-editor " + shlex.join(sys.argv[2:]) if len(sys.argv) > 1
+            else "neurorefiner probe-editor",
+            "data": ", ".join(v.name for v in volumes) + (" (synthetic stacks are SYNTHETIC)" if synthetic else ""),
+            "size": block, "n_per_kind": n, "kinds": kind_list, "seed": seed,
+            "checkpoint": refiner.source, "decoding_config": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__}}
+    paths = ep.write_report(out, rows, summary, meta, speed)
+    for label, value, target in ep.headline(summary):
+        typer.echo(f"{label:45s} {ep.fmt(value):>7s}  (target {target})")
+    if speed:
+        typer.echo(f"64x128x128 edit: raw {speed['raw_s']:.2f} s, decoded {speed['decoded_s']:.2f} s "
+                   f"(ratio {speed['ratio']:.2f})")
+    typer.echo("wrote " + ", ".join(str(p) for p in paths))
