@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml constraints/cpu.txt
 
 install: $(STAMP) ## make .venv and install the package with dev extras on the CPU torch
 
-demo: install ## run the main job on built-in data (DIADEM OP_1)
+demo: install ## the main job: refine the shipped U-Net mask of a real DIADEM test stack, print before/after
 	$(BIN)/python -m neurorefiner.cli.demo
 
 test: install ## run the whole test suite (what CI runs)

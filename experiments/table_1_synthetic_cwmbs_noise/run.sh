@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# table_1_synthetic_cwmbs_noise: the one command; it writes table_1_synthetic_cwmbs_noise.md and table_1_synthetic_cwmbs_noise.csv here (rows cached in outputs/tables/).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+.venv/bin/python evaluate.py experiment=table_1_synthetic_cwmbs_noise "$@"

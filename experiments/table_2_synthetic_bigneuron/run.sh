@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# table_2_synthetic_bigneuron: the one command; it writes table_2_synthetic_bigneuron.md and table_2_synthetic_bigneuron.csv here (rows cached in outputs/tables/).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+.venv/bin/python evaluate.py experiment=table_2_synthetic_bigneuron "$@"

@@ -1,0 +1,177 @@
+"""The methods the runner compares, as a registry of config nodes (``conf/method/*.yaml``).
+
+A method is a mask-refining callable ``method(image, mask, case, spacing=...) -> mask``: ``image`` is the
+stack normalised to [0, 1] (ZYX float32), ``mask`` the segmenter's initial mask (ZYX bool), ``case`` the
+dataset case (gold tree, name), ``spacing`` z, y, x in um. A method that does not start from the initial
+mask says so with ``needs_initial = False`` (``gold_mask``); one that has something to report per volume
+(edits accepted, rounds) leaves it in ``last_info`` after each call, and the runner adds it to the row.
+
+Where a name is looked up (:func:`method_node`): ``cfg.method_registry.<name>`` (filled from ``conf/method/``
+by ``evaluate.yaml``'s defaults, overridable on the command line as ``method_registry.classical.max_gap=30``
+and extended by experiment configs), else ``conf/method/<name>.yaml``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from neurorefiner.errors import InputError
+from neurorefiner.paths import conf_dir
+
+
+class Initial:
+    """The segmenter's mask as it is."""
+
+    needs_initial = True
+
+    def __call__(self, image: np.ndarray, mask: np.ndarray, case: Any, spacing: Any = None) -> np.ndarray:
+        return np.asarray(mask, dtype=bool)
+
+
+class GoldMask:
+    """The rasterised gold tree: an upper bound that checks the tracing and metrics chain."""
+
+    needs_initial = False
+
+    def __call__(self, image: np.ndarray, mask: np.ndarray | None, case: Any, spacing: Any = None) -> np.ndarray:
+        return np.asarray(case.label(image.shape), dtype=bool)
+
+
+class Classical:
+    """:func:`neurorefiner.baselines.classical.classical_refine` with fixed parameters."""
+
+    needs_initial = True
+
+    def __init__(self, **params: Any) -> None:
+        self.params = params
+
+    def __call__(self, image: np.ndarray, mask: np.ndarray, case: Any, spacing: Any = (1.0, 1.0, 1.0)) -> np.ndarray:
+        from neurorefiner.baselines.classical import classical_refine
+
+        return classical_refine(image, mask, spacing, **self.params)
+
+
+class NeuroRefiner:
+    """The agent loop (Algorithm 1) with the configured roles and the editor, one volume per call.
+
+    ``agent``: the ``agent`` config node (heuristic, vlm, replay); ``loop``: :class:`LoopSettings` fields
+    (``roles`` and ``inspector_inputs`` are the Table 3 and Table 5 switches); ``advisor: inspector_only``
+    pairs the Inspector's own instructions with the Validator (the Table 3 row without the Advisor);
+    ``agent_overrides`` is merged onto ``agent`` (one registry entry per VLM in Table 4, e.g. ``{model: ...}``);
+    ``editor``: the editor node of ``refine.yaml`` (built once, on the first edit). With ``trace_dir`` set
+    each volume's decisions go to ``<trace_dir>/<case>.jsonl``.
+    """
+
+    needs_initial = True
+
+    def __init__(self, agent: Any, loop: Any = None, editor: Any = None, t_max: int = 5,
+                 advisor: str | None = None, agent_overrides: Any = None, trace_dir: str | None = None) -> None:
+        from neurorefiner.agents.loop import LoopSettings
+
+        if advisor not in (None, "inspector_only"):
+            raise ValueError(f"advisor must be null or 'inspector_only', got {advisor!r}")
+        self.agent_cfg = OmegaConf.to_container(OmegaConf.merge(_plain(agent), _plain(agent_overrides or {})),
+                                                resolve=True)
+        self.settings = LoopSettings(t_max=int(t_max), **_plain(loop or {}))
+        self.editor_cfg = _plain(editor or {})
+        self.advisor = advisor
+        self.trace_dir = trace_dir
+        self.last_info: dict = {}
+        self._editor: Any = None
+
+    def _get_editor(self) -> Any:
+        from neurorefiner.agents.editor import LazyEditor, load_topo_refiner
+
+        if self._editor is None:
+            node = dict(self.editor_cfg)
+            if node.get("_target_"):
+                from hydra.utils import instantiate
+
+                factory = instantiate(OmegaConf.create(node))
+            else:
+                def factory() -> Any:
+                    return load_topo_refiner(**node)
+            self._editor = LazyEditor(factory)
+        return self._editor
+
+    def __call__(self, image: np.ndarray, mask: np.ndarray, case: Any, spacing: Any = (1.0, 1.0, 1.0)) -> np.ndarray:
+        from neurorefiner.agents.ablation import InspectorOnlyAdvisor
+        from neurorefiner.agents.factory import build_agents
+        from neurorefiner.agents.loop import Agents, run_loop
+        from neurorefiner.agents.trace import TraceWriter
+
+        agents, secrets, described = build_agents(OmegaConf.create(self.agent_cfg))
+        if self.advisor == "inspector_only":
+            agents = Agents(agents.inspector, InspectorOnlyAdvisor(), agents.validator)
+        m = np.asarray(mask, dtype=bool)
+        t0 = time.perf_counter()
+        if not m.any():
+            self.last_info = {"edits_accepted": 0, "edits_rejected": 0, "edits_escalated": 0, "rounds": 0}
+            return m
+        writer = None
+        if self.trace_dir:
+            path = Path(self.trace_dir) / f"{getattr(case, 'name', 'volume')}.jsonl"
+            path.unlink(missing_ok=True)
+            writer = TraceWriter(path, secrets)
+            writer.write({"type": "run", "case": getattr(case, "name", None), "settings": self.settings.as_dict(),
+                          "agent": described, "advisor_override": self.advisor})
+        try:
+            result = run_loop(np.asarray(image, np.float32), m, agents, self._get_editor(), self.settings,
+                              tuple(float(s) for s in spacing), emit=writer.write if writer else None)
+        finally:
+            if writer is not None:
+                writer.close()
+        c = result.counts
+        self.last_info = {"edits_accepted": c["accepted"], "edits_rejected": c["rejected"],
+                          "edits_escalated": c["escalated"], "rounds": len(result.rounds),
+                          "converged": bool(result.converged), "seconds_loop": round(time.perf_counter() - t0, 2),
+                          **{f"seconds_{k}": v for k, v in result.seconds.items()}}
+        if self.agent_cfg.get("model"):
+            self.last_info["agent_model"] = self.agent_cfg["model"]
+        return result.mask
+
+
+def _plain(node: Any) -> dict:
+    if isinstance(node, DictConfig):
+        return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
+    return dict(node)
+
+
+def method_node(cfg: DictConfig, name: str) -> DictConfig:
+    """The config node of method ``name`` (resolved): ``cfg.method_registry.<name>``, else
+    ``conf/method/<name>.yaml``; an unknown name is a clear error listing the known ones."""
+    registry = cfg.get("method_registry") or {}
+    if name in registry:
+        node = OmegaConf.to_container(registry[name], resolve=True)
+    else:
+        path = conf_dir() / "method" / f"{name}.yaml"
+        if not path.exists():
+            known = sorted(set(registry) | {p.stem for p in (conf_dir() / "method").glob("*.yaml")})
+            raise InputError(f"unknown method {name!r}; available: {', '.join(known)}")
+        # resolved inside the run's config, so ${agent} and ${paths...} mean what they mean there
+        holder = OmegaConf.merge(cfg, {"_method_": OmegaConf.load(path)})
+        node = OmegaConf.to_container(holder._method_, resolve=True)
+    return OmegaConf.create(node)  # type: ignore[arg-type]
+
+
+def method_key(node: DictConfig) -> str:
+    """A short digest of a method's settings: rows are only reused for the same ones."""
+    blob = json.dumps(OmegaConf.to_container(node, resolve=True), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+def build_method(node: DictConfig, trace_dir: Path | None = None) -> Any:
+    """Instantiate a method node (``_target_``); the loop's nested config stays a plain node."""
+    from hydra.utils import instantiate
+
+    kwargs: dict = {"_recursive_": False}
+    if trace_dir is not None and "trace_dir" in node:
+        kwargs["trace_dir"] = str(trace_dir)
+    return instantiate(node, **kwargs)

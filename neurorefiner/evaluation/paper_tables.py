@@ -1,0 +1,275 @@
+"""The paper's tables from the runner's per-volume rows: Markdown and CSV, best bold, second underlined.
+
+An experiment config (``conf/experiment/table_*.yaml``, ``figure_*.yaml``) names its table in ``cfg.table``::
+
+    table:
+      name: table_diadem                 # files: <out>/<name>.md, .csv (and .png for a curve)
+      title: ...
+      out: ${paths.root_dir}/experiments/table_diadem
+      protocol: root_seeded              # the rows' protocol the table shows
+      metrics: [SD, SSD, PRE, REC, F1, MES]
+      per_case: [F1]                     # also one column per volume for these metrics
+      columns: []                        # leading columns (e.g. the agents' check marks of Table 3)
+      rows:                              # one per line of the table, in order
+        - {label: 3D U-Net (initial), method: initial, segmenter: unet3d, marks: {...}, x: 0}
+      curve: null                        # {x: T_max, y: F1}: a PNG of y against each row's x (Figure 5)
+
+Every file says where its numbers come from: the command, the UTC date and the commit, and whether the data
+are SYNTHETIC stand-ins (named ``synthetic_*``) or real.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import math
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from neurorefiner.evaluation.tables import LOWER_IS_BETTER, PAPER_METRICS
+from neurorefiner.io.atomic import atomic_path, write_text_atomic
+from neurorefiner.paths import project_root
+
+PERCENT = ("PRE", "REC", "F1", "MES")
+EDIT_KEYS = ("edits_accepted", "edits_rejected", "edits_escalated")
+
+
+def is_synthetic(dataset_name: str) -> bool:
+    return dataset_name.startswith("synthetic") or dataset_name == "tiny"
+
+
+def provenance(command: str | None = None) -> dict:
+    """The command, the UTC date and the commit (``+dirty`` when the tree has changes) of a table."""
+    root = project_root()
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--untracked-files=no"):
+        commit += "+dirty"
+    if command is None:
+        command = "python evaluate.py " + " ".join(sys.argv[1:])
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return {"command": command, "date": now, "commit": commit}
+
+
+def _finite(values: Sequence[Any]) -> list[float]:
+    out = []
+    for v in values:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(f):
+            out.append(f)
+    return out
+
+
+def _matches(row: dict, spec: dict, protocol: str | None) -> bool:
+    if protocol and row.get("protocol") != protocol:
+        return False
+    for key, value in spec.get("match", {}).items():
+        if str(row.get(key)) != str(value):
+            return False
+    if row.get("method") != spec["method"]:
+        return False
+    return not (spec.get("segmenter") and row.get("segmenter") != spec["segmenter"])
+
+
+def collect(rows: Sequence[dict], specs: Sequence[dict], protocol: str | None, metrics: Sequence[str],
+            per_case: Sequence[str] = ()) -> list[dict]:
+    """One summary per row spec: mean of each metric over its volumes, per-volume values of ``per_case``,
+    and the shares of accepted / rejected / escalated edits where the rows carry them."""
+    out = []
+    for spec in specs:
+        sel = [r for r in rows if _matches(r, spec, protocol)]
+        s: dict = {"label": spec.get("label", spec["method"]), "method": spec["method"], "n": len(sel),
+                   "marks": dict(spec.get("marks") or {}), "x": spec.get("x")}
+        for m in metrics:
+            vals = _finite([r.get(m) for r in sel])
+            s[m] = sum(vals) / len(vals) if vals else float("nan")
+        for m in per_case:
+            for r in sorted(sel, key=lambda r: str(r["case"])):
+                s[f"{m}[{r['case']}]"] = r.get(m)
+        secs = _finite([r.get("seconds_method") for r in sel])
+        s["seconds_per_volume"] = sum(secs) / len(secs) if secs else float("nan")
+        counts = {k: sum(_finite([r.get(k) for r in sel])) for k in EDIT_KEYS}
+        total = sum(counts.values())
+        if any(k in r for r in sel for k in EDIT_KEYS):
+            s.update(counts)
+            for k in EDIT_KEYS:
+                s[k.replace("edits_", "share_")] = counts[k] / total if total else float("nan")
+        out.append(s)
+    return out
+
+
+def ranks(summaries: Sequence[dict], column: str) -> dict[int, int]:
+    """Row index -> 1 (best) or 2 (second best) for one column, by the metric's direction."""
+    base = column.split("[")[0]
+    vals = [(i, float(s[column])) for i, s in enumerate(summaries)
+            if s.get("n") and s.get(column) is not None and math.isfinite(float(s[column]))]
+    if len(vals) < 2:
+        return {}
+    distinct = sorted({v for _, v in vals}, reverse=base not in LOWER_IS_BETTER)
+    out = {}
+    for i, v in vals:
+        if v == distinct[0]:
+            out[i] = 1
+        elif len(distinct) > 1 and v == distinct[1]:
+            out[i] = 2
+    return out
+
+
+def _fmt(column: str, value: Any) -> str:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return "–"
+    if not math.isfinite(v):
+        return "–"
+    return f"{100 * v:.2f}" if column.split("[")[0] in PERCENT else f"{v:.2f}"
+
+
+def markdown(summaries: Sequence[dict], metrics: Sequence[str], columns: Sequence[str] = (),
+             extra: Sequence[str] = ()) -> str:
+    """The table: leading ``columns`` (check marks), label, n, metrics and ``extra`` columns; best bold,
+    second underlined; PRE/REC/F1/MES in %, distances in voxels."""
+    shown = [*metrics, *extra]
+    arrows = {c: ("↓" if c.split("[")[0] in LOWER_IS_BETTER else "↑") for c in shown}
+    head = [*columns, "Method", "n", *(f"{c}{arrows[c]}" for c in shown)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    marks = {c: ranks(summaries, c) for c in shown}
+    for i, s in enumerate(summaries):
+        cells = [str(s["marks"].get(c, "")) for c in columns] + [s["label"], str(s["n"])]
+        for c in shown:
+            text = _fmt(c, s.get(c))
+            r = marks[c].get(i)
+            cells.append(f"**{text}**" if r == 1 else f"<u>{text}</u>" if r == 2 else text)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def edit_shares(summaries: Sequence[dict]) -> str:
+    """Accepted / rejected / escalated edits (counts and shares) of the rows that ran the agent loop."""
+    lines = []
+    for s in summaries:
+        if "edits_accepted" not in s:
+            continue
+        total = sum(s[k] for k in EDIT_KEYS)
+        lines.append(f"- {s['label']}: {int(total)} validator decisions and escalations — accepted "
+                     f"{int(s['edits_accepted'])} ({_pct(s['share_accepted'])}), rejected "
+                     f"{int(s['edits_rejected'])} ({_pct(s['share_rejected'])}), escalated "
+                     f"{int(s['edits_escalated'])} ({_pct(s['share_escalated'])})")
+    return "\n".join(lines)
+
+
+def _pct(v: float) -> str:
+    return "–" if not math.isfinite(v) else f"{100 * v:.1f} %"
+
+
+def write_csv(path: Path, summaries: Sequence[dict], columns: Sequence[str], keys: Sequence[str]) -> Path:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow([*columns, "method", "label", "n", *keys])
+        for s in summaries:
+            w.writerow([*(s["marks"].get(c, "") for c in columns), s["method"], s["label"], s["n"],
+                        *(s.get(k, "") for k in keys)])
+    return path
+
+
+def plot_curve(path: Path, summaries: Sequence[dict], y: str, x_label: str, title: str) -> Path:
+    """``y`` (mean over volumes) against each row's ``x``: the paper's Figure 5 style."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = sorted((float(s["x"]), float(s[y])) for s in summaries
+                 if s.get("x") is not None and s.get("n") and math.isfinite(float(s[y])))
+    fig, ax = plt.subplots(figsize=(4.5, 3.2), dpi=120)
+    scale = 100.0 if y in PERCENT else 1.0
+    ax.plot([p[0] for p in pts], [scale * p[1] for p in pts], marker="o")
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(f"{y}{' (%)' if y in PERCENT else ''}")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
+    plt.close(fig)
+    return path
+
+
+def _spec(cfg: DictConfig) -> dict:
+    t = cfg.table
+    return OmegaConf.to_container(t, resolve=True) if isinstance(t, DictConfig) else dict(t)  # type: ignore[return-value]
+
+
+def _header(spec: dict, dataset_name: str, split: str, prov: dict) -> str:
+    kind = "SYNTHETIC data (stand-ins, not the published benchmark)" if is_synthetic(dataset_name) else "real data"
+    return (f"# {spec.get('title', spec['name'])}\n\n"
+            f"Dataset `{dataset_name}` ({kind}), split `{split}`, protocol `{spec.get('protocol') or 'all'}`.\n"
+            f"Produced by `{prov['command']}` on {prov['date']} at commit `{prov['commit']}`.\n"
+            "Best **bold**, second <u>underlined</u>; PRE/REC/F1/MES in %, SD/SSD in voxels.\n\n")
+
+
+def write_paper_table(cfg: DictConfig, rows: Sequence[dict], dataset: Any) -> dict[str, Path]:
+    """Write the table ``cfg.table`` describes from ``rows``; returns the paths written."""
+    spec = _spec(cfg)
+    name = spec["name"]
+    out = Path(spec.get("out") or Path(cfg.out_dir))
+    out.mkdir(parents=True, exist_ok=True)
+    metrics = list(spec.get("metrics") or PAPER_METRICS)
+    per_case = list(spec.get("per_case") or [])
+    columns = list(spec.get("columns") or [])
+    summaries = collect(rows, spec["rows"], spec.get("protocol"), metrics, per_case)
+    extra = sorted({k for s in summaries for k in s if "[" in k})
+    prov = provenance(spec.get("command"))
+    dataset_name = getattr(dataset, "name", str(dataset))
+    text = _header(spec, dataset_name, str(cfg.split), prov) + markdown(summaries, metrics, columns, extra)
+    shares = edit_shares(summaries)
+    if shares:
+        text += "\nEdits in the agents' traces (per volume, summed):\n\n" + shares + "\n"
+    missing = [s["label"] for s in summaries if not s["n"]]
+    if missing:
+        text += f"\nRows without results (not run): {', '.join(missing)}.\n"
+    if spec.get("notes"):
+        text += "\n" + str(spec["notes"]).strip() + "\n"
+    paths = {"md": out / f"{name}.md"}
+    write_text_atomic(paths["md"], text)
+    keys = [*metrics, *extra, "seconds_per_volume", *EDIT_KEYS, "share_accepted", "share_rejected",
+            "share_escalated"]
+    paths["csv"] = write_csv(out / f"{name}.csv", summaries, columns, keys)
+    curve = spec.get("curve")
+    if curve:
+        paths["png"] = plot_curve(out / f"{name}.png", summaries, curve.get("y", "F1"), curve.get("x_label", "x"),
+                                  spec.get("title", name))
+    print(text)
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return paths
+
+
+def write_not_run(cfg: DictConfig, dataset_name: str, reason: str) -> Path:
+    """A table whose rows could not run here: every row listed with the reason, no numbers."""
+    spec = _spec(cfg)
+    out = Path(spec.get("out") or Path(cfg.out_dir))
+    out.mkdir(parents=True, exist_ok=True)
+    prov = provenance(spec.get("command"))
+    lines = [_header(spec, dataset_name, str(cfg.split), prov).rstrip("\n").rsplit("\n", 1)[0] + "\n",
+             "| Method | status |", "|---|---|"]
+    lines += [f"| {r.get('label', r['method'])} | not run: {reason} |" for r in spec["rows"]]
+    if spec.get("notes"):
+        lines += ["", str(spec["notes"]).strip()]
+    path = out / f"{spec['name']}.md"
+    write_text_atomic(path, "\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return path
