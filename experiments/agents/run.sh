@@ -9,24 +9,25 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=.venv/bin/python
 OUT=${OUT:-outputs/agents_diadem}
+MASKS=${MASKS:-data/cache/init_masks/diadem/unet3d}   # the cache layout evaluate.py shares
 STEP=${STEP:-all}
 HERE=experiments/agents
 export WANDB_MODE=offline PROJECT_ROOT=$PWD
 
 if [[ $STEP == masks || $STEP == all ]]; then
-  .venv/bin/neurorefiner init-masks --dataset diadem --segmenter unet3d --split test --out "$OUT/init_masks" \
+  .venv/bin/neurorefiner init-masks --dataset diadem --segmenter unet3d --split test \
     --threshold 0.8 --dust 0 --keep-largest 0 --bridge-um 0 --threads 1
 fi
 
 if [[ $STEP == refine || $STEP == all ]]; then
   for k in 7 8 9; do
-    $PY refine.py image=data/diadem_op/OP_$k.tif mask="$OUT/init_masks/OP_$k.tif" out="$OUT/refined/OP_$k" \
+    $PY refine.py image=data/diadem_op/OP_$k.tif mask="$MASKS/OP_$k.tif" out="$OUT/refined/OP_$k" \
       spacing=[1.0,0.33,0.33] hydra.run.dir="$OUT/hydra/OP_$k" progress=false
   done
 fi
 
 if [[ $STEP == score || $STEP == all ]]; then
-  $PY - "$OUT" "$HERE/diadem_test.md" <<'EOF'
+  $PY - "$OUT" "$MASKS" "$HERE/diadem_test.md" <<'EOF'
 import json, subprocess, sys
 from pathlib import Path
 import numpy as np
@@ -36,14 +37,14 @@ from neurorefiner.io import read_mask, read_swc
 from neurorefiner.io.atomic import write_text_atomic
 from neurorefiner.tracing.seeding import marker_nearest_root
 
-out, table = Path(sys.argv[1]), Path(sys.argv[2])
+out, masks, table = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 with initialize_config_dir(version_base="1.3", config_dir=str(Path("conf").resolve())):
     cfg = compose(config_name="evaluate", overrides=["paths.output_dir=/tmp/nr-agents"])
 tracer, scorer = instantiate(cfg.tracing), instantiate(cfg.metrics)
 rows, shares = [], []
 for k in (7, 8, 9):
     gold = read_swc(f"data/diadem_op/OP_{k}.swc")
-    for name, path in (("U-Net (threshold 0.8, every component)", out / "init_masks" / f"OP_{k}.tif"),
+    for name, path in (("U-Net (threshold 0.8, every component)", masks / f"OP_{k}.tif"),
                        ("+ agents (heuristic) + TopoRefineNet", out / "refined" / f"OP_{k}" / "refined_mask.tif")):
         vol = read_mask(path)
         m = np.asarray(vol.load()) > 0
