@@ -5,7 +5,7 @@
 # runs on a laptop; the GPU only buys more steps. Writes into $OUT:
 #   toporefinenet_stage1.ckpt (+ .json metrics), toporefinenet_stage2.ckpt (+ .json) if stage 2 ran,
 #   toporefinenet_gpu.md (provenance: commands, data, steps, wall time, validation figures, and the
-#   instruction-following table of experiments/toporefinenet/evaluate_instructions.py), train.log,
+#   instruction-following table of `neurorefiner instructions`), train.log,
 #   logs.tar.gz (metrics CSVs, per-sample evaluation rows)
 #
 # Two steps.
@@ -17,7 +17,8 @@
 #   2. On the device (run tool):      command: bash scripts/gpu_train_toporefinenet.sh
 #      carry: [".gpu_deps", "data/cache/text_embeddings", "data/cache/init_masks_dev"]; timeout_s: 480
 #      (init_masks_dev = the CPU segmenters' masks of DIADEM OP_1-OP_6, made by
-#      experiments/toporefinenet/ship_cpu_checkpoint.sh's init_masks commands; without it stage 2 is skipped)
+#      `neurorefiner init-masks --dataset diadem --split dev --segmenter S --out data/cache/init_masks_dev/diadem/S`
+#      for S = unet3d, nnunet_style, as in checkpoints/toporefinenet.md; without it stage 2 is skipped)
 # Knobs (environment): STEPS1 (default 2500), STEPS2 (800), BATCH (8), CROP ("[64,128,128]", z,y,x),
 #   INIT_MASKS (data/cache/init_masks_dev), WORKERS (12), EVAL_N (64 evaluation defects), TIME1 / TIME2 (hard wall limits per stage, "00:00:03:00" / "00:00:01:15"),
 #   ACCEL (gpu), PRECISION (bf16-mixed), PY (python3), EXTRA (more Hydra overrides for both stages).
@@ -90,7 +91,7 @@ T2=$(date +%s)
 # instruction-following evidence on the final checkpoint (held-out synthetic defects, same crop size)
 FINAL=$OUT/toporefinenet_stage1.ckpt; [[ "$RAN2" == yes ]] && FINAL=$OUT/toporefinenet_stage2.ckpt
 EVAL_DEV=cpu; [[ "$ACCEL" == gpu ]] && EVAL_DEV=cuda
-CMD3=($PY experiments/toporefinenet/evaluate_instructions.py --ckpt "$FINAL" --n ${EVAL_N:-64} --device $EVAL_DEV
+CMD3=($PY -c "from neurorefiner.cli.main import app; app()" instructions --ckpt "$FINAL" --n ${EVAL_N:-64} --device $EVAL_DEV
       --out "$OUT/eval" "stages.1.datamodule.crop_size=$CROP")
 echo "== eval: ${CMD3[*]}" | tee -a "$LOG"
 "${CMD3[@]}" 2>&1 | tail -n 20 | tee -a "$LOG" || echo "eval failed (see train.log)" | tee -a "$LOG"

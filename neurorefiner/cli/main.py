@@ -6,14 +6,19 @@ from __future__ import annotations
 import typer
 
 from neurorefiner.cli import (
+    break_probe,
     choose_postprocess,
     edit,
     gold_scope,
     info,
     init_masks,
     inspect,
+    instructions,
+    metrics_validation,
     prior_compare,
     probe_editor,
+    realism,
+    refiner_card,
     score,
     segment,
     segmenter_cv,
@@ -40,6 +45,11 @@ app.command("init-masks", help=init_masks.__doc__)(init_masks.init_masks)
 app.command("edit", help=edit.__doc__)(edit.edit)
 app.command("inspect", help=inspect.__doc__)(inspect.inspect)
 app.command("probe-editor", help=probe_editor.__doc__)(probe_editor.probe_editor)
+app.command("instructions", help=instructions.__doc__)(instructions.instructions)
+app.command("break-probe", help=break_probe.__doc__)(break_probe.break_probe)
+app.command("metrics-validation", help=metrics_validation.__doc__)(metrics_validation.metrics_validation)
+app.command("realism", help=realism.__doc__)(realism.realism)
+app.command("refiner-card", help=refiner_card.__doc__)(refiner_card.refiner_card)
 app.command("segmenter-rows", help=segmenter_rows.__doc__)(segmenter_rows.segmenter_rows)
 app.command("segmenter-summary", help=segmenter_summary.__doc__)(segmenter_summary.segmenter_summary)
 app.command("choose-postprocess", help=choose_postprocess.__doc__)(choose_postprocess.choose_postprocess)

@@ -3,8 +3,6 @@ distractors at the real field size; the realism report runs end to end."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,8 +12,6 @@ import pytest
 from neurorefiner.synth.measure import distractor_stats, snr_along_tree, weak_runs
 from neurorefiner.synth.presets import PRESETS
 from neurorefiner.synth.render import render
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
@@ -31,21 +27,24 @@ def test_full_size_preset(name: str) -> None:
     assert elapsed < 15.0 * n_vox / 256 ** 3  # issue: 256^3 in < 5 s; 3x slack for a loaded CI machine
     assert np.array_equal(r.label, r.gold.rasterize(r.image.shape, r.spacing))
     prof = snr_along_tree(r.image, r.label, r.gold, r.spacing)
-    assert (weak_runs(prof, r.spacing, 2.0) >= 5).sum() >= 1
+    # weak stretches: under CNR 2, or (a preset with a visibility floor) under half the neurite's median
+    assert (weak_runs(prof, r.spacing, max(2.0, 0.5 * float(np.median(prof.snr)))) >= 5).sum() >= 1
     d = distractor_stats(r.image, r.label, prof, r.spacing)
     assert d["bright_away_fraction"] > 0.05 and d["away_components"] >= 1
 
 
 @pytest.mark.slow
 def test_realism_report_runs(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, str(ROOT / "experiments/synthetic_realism/realism.py"), "--n", "1",
-                          "--presets", "tiny", "--diadem", "OP_2", "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
+    from typer.testing import CliRunner
+
+    from neurorefiner.cli.main import app
+
+    out = CliRunner().invoke(app, ["realism", "--n", "1", "--preset", "tiny", "--diadem", "OP_2",
+                                   "--out", str(tmp_path)])
+    assert out.exit_code == 0, out.output
     for f in ("per_volume.csv", "summary.csv", "summary.md", "distributions.png", "mips.png"):
         assert (tmp_path / f).stat().st_size > 0
     text = (tmp_path / "summary.md").read_text()
     assert "DIADEM (real)" in text and "| tiny |" in text
-    bad = subprocess.run([sys.executable, str(ROOT / "experiments/synthetic_realism/realism.py"), "--diadem",
-                          "OP_8", "--out", str(tmp_path / "x")], capture_output=True, text=True, timeout=120)
-    assert bad.returncode != 0 and "dev stacks only" in bad.stderr
+    bad = CliRunner().invoke(app, ["realism", "--diadem", "OP_8", "--out", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "dev stacks only" in bad.output

@@ -1,4 +1,4 @@
-"""Every checkpoint shipped under checkpoints/segmenters/ loads, stays under issue 5's 20 MB, has its card
+"""Every checkpoint shipped under checkpoints/segmenters/ loads, stays under the 20 MB limit, has its card
 beside it, and records the post-processing its card states (what inference and init_masks will use)."""
 
 from __future__ import annotations

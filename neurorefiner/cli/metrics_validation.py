@@ -1,0 +1,26 @@
+"""Evidence that APP2 and the reconstruction metrics are faithful: hand-built trees, APP2 on DIADEM dev
+gold masks, the 51 BigNeuron (gold, APP2) pairs, APP2 on DIADEM dev raw images; a CSV and a Markdown
+table each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from neurorefiner.cli.common import friendly_errors
+
+
+@friendly_errors
+def metrics_validation(out: Path = typer.Option(..., "--out", help="output folder"),
+                       only: list[str] | None = typer.Option(None, "--only",
+                                                             help="table(s) to make: hand | gold | bigneuron | "
+                                                             "raw (default: all)")) -> None:
+    from neurorefiner.errors import InputError
+    from neurorefiner.evaluation.metrics_validation import run
+
+    try:
+        for path in run(out, only):
+            typer.echo(f"wrote {path.with_suffix('')}.csv/.md")
+    except ValueError as exc:
+        raise InputError(str(exc)) from None

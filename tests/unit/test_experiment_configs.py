@@ -1,0 +1,114 @@
+"""Every training conf/experiment/*.yaml composes into conf/train.yaml and resolves, and every shipped checkpoint's card
+cites the one line (``python train.py experiment=<name>``) whose config writes the file the card names, starting
+only from what a clone has (the shipped stage-1 checkpoint, bundled or generated data), never outputs/."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, OmegaConf
+
+from neurorefiner.training.refiner import checkpoint_name
+
+ROOT = Path(__file__).resolve().parents[2]
+CONF = ROOT / "conf"
+TRAIN_KEYS = {"task", "stage", "stages", "segmentation"}  # keys only conf/train.yaml has (evaluate.py shares the group)
+
+
+def _is_training_experiment(path: Path) -> bool:
+    return bool(TRAIN_KEYS & set(OmegaConf.load(path)))
+
+
+EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml") if _is_training_experiment(p))
+SHIPPED = sorted([*(ROOT / "checkpoints").glob("*.ckpt"), *(ROOT / "checkpoints" / "segmenters").glob("*.pt")])
+REBUILD = re.compile(r"^python train\.py experiment=(\S+)$", re.MULTILINE)
+
+
+def _compose(overrides: list[str], monkeypatch: pytest.MonkeyPatch) -> DictConfig:
+    monkeypatch.setenv("PROJECT_ROOT", str(ROOT))
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+        return compose(config_name="train", overrides=[*overrides, "paths.output_dir=/tmp/nr-test-out"])
+
+
+def _output(cfg: DictConfig) -> Path:
+    """The file the composed training run writes (train_refiner / train_segmenter)."""
+    if cfg.task == "refine":
+        return Path(cfg.paths.checkpoint_dir) / checkpoint_name(cfg.stage)
+    seg = cfg.segmentation
+    return Path(seg.export_path) if seg.get("export_path") else Path(seg.ckpt_dir) / "segmenter.pt"
+
+
+def _rebuild_section(card: Path) -> str:
+    text = card.read_text()
+    assert "## Rebuild" in text, f"{card.name} has no Rebuild section"
+    return text.split("## Rebuild", 1)[1].split("\n## ", 1)[0]
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment_composes_and_resolves(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = _compose([f"experiment={name}"], monkeypatch)
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert container["paths"]["root_dir"] == str(ROOT)
+    if cfg.task == "refine" and cfg.get("stage") is not None:
+        node = cfg.stages[str(cfg.stage)]
+        log_dir = str(cfg.paths.log_dir)
+        for key in ("init_from", "datamodule.init_masks_root"):
+            value = OmegaConf.select(node, key)
+            assert value is None or not str(value).startswith(log_dir), f"{name}: {key} reads outputs/"
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_shipped_checkpoint_is_rebuilt_by_one_config(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    card = path.with_suffix(".md")
+    assert card.exists(), f"{path.name} has no card"
+    section = _rebuild_section(card)
+    lines = REBUILD.findall(section)
+    assert lines, f"{card.name}: no `python train.py experiment=<name>` line in its Rebuild section"
+    name = lines[-1]  # the last line of the section is the one that writes the shipped file
+    assert name in EXPERIMENTS, f"{card.name} cites experiment={name}, which conf/experiment/ lacks"
+    cfg = _compose([f"experiment={name}"], monkeypatch)
+    out = _output(cfg).relative_to(ROOT)
+    assert f"`{out}`" in section, f"{card.name} does not name {out}, the file experiment={name} writes"
+    shipped = path.relative_to(ROOT)
+    assert out == shipped or f"shipped as `{shipped}`" in section, f"{card.name}: how {out} becomes {shipped}"
+    if cfg.task == "refine" and str(cfg.stage) == "2":  # stage 2 starts from the shipped stage 1
+        assert Path(cfg.stages["2"].init_from) == ROOT / "checkpoints" / checkpoint_name(1)
+
+
+def test_debug_shrinks_an_experiment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """debug/ comes after experiment/ in the defaults: a debug run of a shipped recipe takes two steps."""
+    cfg = _compose(["experiment=toporefinenet_stage1", "debug=fast"], monkeypatch)
+    assert cfg.stages["1"].max_steps == 2 and cfg.trainer.max_steps == 2
+
+
+def test_plus_stage_still_selects_a_stage(monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = _compose(["+stage=1"], monkeypatch)
+    assert cfg.stage == 1 and "1" in cfg.stages
+
+
+def test_refiner_card_cites_the_rebuild_line(tmp_path: Path) -> None:
+    """The card writer reads figures from the run's JSON and the network from the checkpoint, and cites the
+    experiment line per stage."""
+    import json
+
+    import torch
+
+    from neurorefiner.training.cards import ship_refiner
+
+    src = tmp_path / "run"
+    src.mkdir()
+    for stage in (1, 2):
+        torch.save({"hyper_parameters": {"net_config": {"_target_": "x", "channels": [8, 16]}}, "state_dict": {}},
+                   src / checkpoint_name(stage))
+        (src / checkpoint_name(stage)).with_suffix(".json").write_text(json.dumps(
+            {"train/steps": 10.0 * stage, "train/wall_s": 60.0, "val/dice": 0.5 + stage / 10}))
+    shipped = ship_refiner(src, tmp_path / "ckpts", "net", {1: "net_stage1", 2: "net"}, "synthetic", "a CPU")
+    assert [p.name for p in shipped] == ["net.ckpt", "net_stage1.ckpt"]
+    card = (tmp_path / "ckpts" / "net.md").read_text()
+    assert "python train.py experiment=net_stage1" in card and "python train.py experiment=net\n" in card
+    assert "channels=[8, 16]" in card and "val/dice: 0.7000" in card and "steps: 20" in card
+    stage1 = (tmp_path / "ckpts" / "net_stage1.md").read_text()
+    assert "experiment=net_stage1" in stage1 and "## Stage 2" not in stage1
