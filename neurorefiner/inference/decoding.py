@@ -75,8 +75,12 @@ class DecodingConfig:
             darkness is at most this much above the path's.
         outside_cost: factor on the step cost beyond the named place grown by ``margin``.
         min_anchor: a component is a join target only if it continues beyond the search room (in the
-            block or out of it) or has at least this many voxels: a blob of noise next to a neurite is
-            not a piece of a broken neurite.
+            block or out of it), has at least this many voxels or is elongated (``min_elongation``): a
+            blob of noise next to a neurite is not a piece of a broken neurite.
+        tube_pad: voxels added to the estimated radius of the painted tube on every axis (the bridge
+            runs about a voxel off the mask's centre line where the image is offset from it).
+        min_elongation: length along the main direction over the cube root of the volume from which a
+            piece counts as a stretch of neurite.
     """
 
     threshold: float = 0.5
@@ -95,6 +99,8 @@ class DecodingConfig:
     max_joins: int = 3
     min_anchor: int = 200
     line_slack: float = 0.35
+    min_elongation: float = 2.0
+    tube_pad: float = 0.5
     outside_cost: float = 1.0
 
     def __post_init__(self) -> None:
@@ -384,6 +390,19 @@ def _backtrack(dist: np.ndarray, target: tuple[int, int, int]) -> list[tuple[int
     return path
 
 
+def _elongated(piece: np.ndarray, ratio: float) -> bool:
+    """Is the piece a stretch of neurite rather than a blob: its length along its main direction at
+    least ``ratio`` times the cube root of its volume (a tube of length 10 and radius 1.5: about 2.4;
+    a ball: about 1.2)."""
+    from neurorefiner.defects.describe import principal_extent
+
+    coords = np.argwhere(piece)
+    if len(coords) < 2:
+        return False
+    length, _ = principal_extent(coords)
+    return length >= ratio * len(coords) ** (1.0 / 3.0)
+
+
 def _centred(point: Sequence[int], comp: np.ndarray, depth: np.ndarray, reach: int = 2) -> tuple[int, ...]:
     """The voxel of ``comp`` within ``reach`` of ``point`` deepest inside the mask (the middle of the
     neurite's cross-section; ties: the nearest to ``point``)."""
@@ -453,7 +472,8 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
     in_search = np.bincount(labels[search], minlength=n + 1)
     touches = np.bincount(labels[outside_contact(mask, context)], minlength=n + 1)
     anchored = (in_search < size) | (touches > 0) | (size >= cfg.min_anchor)
-    candidates = [k for k in range(1, n + 1) if meets[k] > 0 and size[k] >= cfg.min_piece and anchored[k]]
+    candidates = [k for k in range(1, n + 1) if meets[k] > 0 and size[k] >= cfg.min_piece
+                  and (anchored[k] or _elongated(labels == k, cfg.min_elongation))]
     if instruction.op == "connect":
         ends = [grow(p.region(shape), cfg.connect_margin)[box] for p in instruction.positions]
         at = [set(np.unique(lab[e & (lab > 0)]).tolist()) for e in ends]
@@ -538,7 +558,7 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
         along = int(np.argmax(np.abs(np.subtract(idx, origin))))
         radii[along] = max(r for a, r in enumerate(radii) if a != along)
         join.radii = (radii[0], radii[1], radii[2])
-        tube = (_tube(new, join.radii) & search[box]) | new
+        tube = (_tube(new, tuple(r + cfg.tube_pad for r in join.radii)) & search[box]) | new
         out_box = out[box]
         out_box[tube] = True
         join.painted = painted_any = True

@@ -116,7 +116,7 @@ def test_repair_joins_the_break_along_the_bright_path_where_raw_decoding_leaves_
     assert res.changed and betti0(res.mask) == 1 and "joined 1 gap" in res.reason
     gap = true & ~cut
     assert (res.mask & gap).sum() >= 0.9 * gap.sum()  # the gap, at the neurite's own thickness
-    assert (res.mask & ~true).sum() <= 2
+    assert not (res.mask & ~grow(true, 1)).any()  # at most a voxel beyond the neurite
     assert res.joins[0].length == 6 and res.joins[0].painted
 
 
