@@ -48,8 +48,8 @@ def build_report(records: Sequence[dict], image: np.ndarray, before: np.ndarray,
     flagged = sorted({f["block"] for r in decisions if r["role"] == "inspector" for f in r["decision"]["flags"]})
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>neurorefiner report</title>"
              f"<style>{_CSS}</style></head><body><h1>Refinement report</h1>"]
-    parts.append("<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in summary.items())
-                 + "</table>")
+    parts.append("<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in summary.items()
+                                     if k != "escalated_blocks") + "</table>")
     parts.append("<h2>Global view (z-MIP; red = blocks flagged in some round)</h2><div class='pair'>")
     parts.append("<div><p>before</p>" + _img(global_mask_png(before, blocks, flagged), "mask before") + "</div>")
     parts.append("<div><p>after</p>" + _img(global_mask_png(after, blocks, flagged), "mask after") + "</div></div>")
