@@ -170,9 +170,16 @@ class EditResult:
 
 # ------------------------------------------------------------------------------------------------ helpers
 def grow(region: np.ndarray, margin: int) -> np.ndarray:
-    """``region`` grown by ``margin`` voxels (box growth: cheap, and the named places are boxes)."""
+    """``region`` grown by ``margin`` voxels (box growth; a box region, as every named place is, is grown
+    by its bounds without a filter pass over the block)."""
     if margin <= 0:
         return region.copy()
+    spans = [np.flatnonzero(region.any(axis=tuple(a for a in range(region.ndim) if a != ax)))
+             for ax in range(region.ndim)]
+    if all(len(sp) for sp in spans) and int(region.sum()) == int(np.prod([sp[-1] - sp[0] + 1 for sp in spans])):
+        out = np.zeros_like(region, dtype=bool)
+        out[tuple(slice(max(0, sp[0] - margin), sp[-1] + 1 + margin) for sp in spans)] = True
+        return out
     return ndi.maximum_filter(region.astype(np.uint8), size=2 * int(margin) + 1, mode="constant") > 0
 
 
@@ -244,8 +251,10 @@ def context_groups(labels: np.ndarray, n: int, context: Context) -> np.ndarray:
     full[_inner(labels.shape, halo)] = labels > 0
     ctx_labels, _ = _labels(full)
     inner = ctx_labels[_inner(labels.shape, halo)]
-    first = ndi.minimum(inner, labels, index=np.arange(1, n + 1))
-    groups[1:] = np.asarray(first, dtype=np.int64)
+    fg = labels > 0
+    first = np.full(n + 1, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, labels[fg], inner[fg].astype(np.int64))  # a block component lies in one
+    groups[1:] = first[1:]
     return groups
 
 
