@@ -24,7 +24,16 @@ from neurorefiner.training.loggers import build_loggers
 
 
 def checkpoint_name(stage: int | str) -> str:
+    """The file a stage writes unless its node names one (``stages.<n>.checkpoint_name``: the shipped
+    two-stage editor is ``toporefinenet.ckpt``, what the editor loads by default)."""
     return f"toporefinenet_stage{stage}.ckpt"
+
+
+def output_checkpoint(cfg: DictConfig) -> Path:
+    """Where ``train_refiner`` writes the stage's checkpoint: ``paths.checkpoint_dir`` / the stage node's
+    ``checkpoint_name`` or :func:`checkpoint_name`."""
+    stage, node = _stage_node(cfg)
+    return Path(str(cfg.paths.checkpoint_dir)) / str(node.get("checkpoint_name") or checkpoint_name(stage))
 
 
 def _stage_node(cfg: DictConfig) -> tuple[str, DictConfig]:
@@ -122,9 +131,8 @@ def train_refiner(cfg: DictConfig) -> dict[str, float]:
     metrics = {k: _as_float(v) for k, v in (results[0] if results else {}).items()}
     metrics.update({"train/wall_s": wall, "train/steps": float(trainer.global_step)})
 
-    out_dir = Path(str(cfg.paths.checkpoint_dir))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    ckpt = out_dir / checkpoint_name(stage)
+    ckpt = output_checkpoint(cfg)
+    ckpt.parent.mkdir(parents=True, exist_ok=True)
     if trainer.is_global_zero:
         save_checkpoint(trainer, ckpt)
         from neurorefiner.io.atomic import atomic_path

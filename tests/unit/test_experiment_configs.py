@@ -11,7 +11,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
-from neurorefiner.training.refiner import checkpoint_name
+from neurorefiner.training.refiner import checkpoint_name, output_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -36,7 +36,7 @@ def _compose(overrides: list[str], monkeypatch: pytest.MonkeyPatch) -> DictConfi
 def _output(cfg: DictConfig) -> Path:
     """The file the composed training run writes (train_refiner / train_segmenter)."""
     if cfg.task == "refine":
-        return Path(cfg.paths.checkpoint_dir) / checkpoint_name(cfg.stage)
+        return output_checkpoint(cfg)
     seg = cfg.segmentation
     return Path(seg.export_path) if seg.get("export_path") else Path(seg.ckpt_dir) / "segmenter.pt"
 
