@@ -103,11 +103,12 @@ def collect(rows: Sequence[dict], specs: Sequence[dict], protocol: str | None, m
         secs = _finite([r.get("seconds_method") for r in sel])
         s["seconds_per_volume"] = sum(secs) / len(secs) if secs else float("nan")
         counts = {k: sum(_finite([r.get(k) for r in sel])) for k in EDIT_KEYS}
-        total = sum(counts.values())
         if any(k in r for r in sel for k in EDIT_KEYS):
             s.update(counts)
-            for k in EDIT_KEYS:
-                s[k.replace("edits_", "share_")] = counts[k] / total if total else float("nan")
+            acc, rej, esc = (counts[k] for k in EDIT_KEYS)
+            s["share_accepted"] = _share(acc, acc + rej)     # of the validator's verdicts
+            s["share_rejected"] = _share(rej, acc + rej)
+            s["share_escalated"] = _share(esc, acc + esc)    # of the defects worked on
         out.append(s)
     return out
 
@@ -159,17 +160,21 @@ def markdown(summaries: Sequence[dict], metrics: Sequence[str], columns: Sequenc
 
 
 def edit_shares(summaries: Sequence[dict]) -> str:
-    """Accepted / rejected / escalated edits (counts and shares) of the rows that ran the agent loop."""
+    """The agents' edits of each row that ran the loop: validator verdicts (accepted / rejected tries) and
+    defects (fixed / escalated to a person). ``edits_accepted`` counts both an accepted try and a fixed defect."""
     lines = []
     for s in summaries:
         if "edits_accepted" not in s:
             continue
-        total = sum(s[k] for k in EDIT_KEYS)
-        lines.append(f"- {s['label']}: {int(total)} validator decisions and escalations — accepted "
-                     f"{int(s['edits_accepted'])} ({_pct(s['share_accepted'])}), rejected "
-                     f"{int(s['edits_rejected'])} ({_pct(s['share_rejected'])}), escalated "
-                     f"{int(s['edits_escalated'])} ({_pct(s['share_escalated'])})")
+        acc, rej, esc = (int(s[k]) for k in EDIT_KEYS)
+        lines.append(f"- {s['label']}: edits tried {acc + rej}: accepted {acc} ({_pct(_share(acc, acc + rej))}), "
+                     f"rejected {rej} ({_pct(_share(rej, acc + rej))}); defects worked on {acc + esc}: fixed {acc}, "
+                     f"escalated {esc} ({_pct(_share(esc, acc + esc))})")
     return "\n".join(lines)
+
+
+def _share(a: float, b: float) -> float:
+    return a / b if b else float("nan")
 
 
 def _pct(v: float) -> str:

@@ -83,3 +83,29 @@ def test_initial_masks_are_made_on_first_use_and_cached(tmp_path: Path, monkeypa
     rows = _run(_cfg(tmp_path, "methods=[initial]", f"segmenter={init_masks.NAIVE}", "protocols=[root_seeded]"))
     assert len(rows) == 1 and rows[0]["method"] == "initial"
     assert list((tmp_path / "cache" / "init_masks" / "tiny" / init_masks.NAIVE).glob("*.tif"))
+
+
+def test_a_table_reads_rows_of_earlier_runs_with_the_current_method_settings(tmp_path: Path) -> None:
+    """Rows of an earlier run (another segmenter, e.g. a multirun job) join the table; rows of stale
+    method settings do not."""
+    import json
+
+    from neurorefiner.evaluation.methods import method_key, method_node
+    from neurorefiner.evaluation.runner import table_rows
+
+    cfg = _cfg(tmp_path)
+    key = method_key(method_node(cfg, "classical"))
+    split_dir = tmp_path / "rows" / "s" / "test"
+    (split_dir / "nnunet_style").mkdir(parents=True)
+    row = {"segmenter": "nnunet_style", "method": "classical", "protocol": "root_seeded", "case": "a", "F1": 0.5}
+    (split_dir / "nnunet_style" / f"classical-{key}__root_seeded__a.json").write_text(json.dumps(row))
+    stale = split_dir / "nnunet_style" / "classical-stale000__root_seeded__b.json"
+    stale.write_text(json.dumps({**row, "case": "b"}))
+    got = table_rows(cfg, split_dir, [])
+    assert [r["case"] for r in got] == ["a"]
+
+
+def test_no_server_is_said_not_guessed() -> None:
+    from neurorefiner.evaluation.runner import server_answers
+
+    assert "no VLM server answered at http://127.0.0.1:9" in server_answers("http://127.0.0.1:9/v1", timeout=1)

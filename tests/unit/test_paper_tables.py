@@ -68,7 +68,7 @@ def test_written_files_say_where_they_come_from(tmp_path: Path) -> None:
     md = paths["md"].read_text()
     assert "SYNTHETIC" in md and "python evaluate.py experiment=t" in md and "commit" in md
     assert "Missing" in md.split("not run")[-1]
-    assert "accepted 6 (75.0 %)" in md
+    assert "accepted 6 (75.0 %), rejected 2 (25.0 %)" in md and "escalated 0 (0.0 %)" in md
     assert paths["csv"].read_text().startswith("method,label,n,SSD,F1")
     assert paths["png"].read_bytes()[:4] == b"\x89PNG"
     real = write_paper_table(_cfg(tmp_path), _rows(), _Ds("diadem"))["md"].read_text()
