@@ -7,7 +7,7 @@ below it. Betti-0 of a block is the number of 26-connected foreground components
 Whole-volume component labels are also kept, because a piece cut at a block border is not noise when
 it continues in the neighbour block.
 
-Leaf module: numpy, cc3d and nothing above ``neurorefiner.topology``.
+Leaf module: numpy and ``neurorefiner.topology`` (components counted by ``topology.components``).
 """
 
 from __future__ import annotations
@@ -15,10 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import cc3d
 import numpy as np
 
+from neurorefiner.topology.components import betti0, label_components
+
 Slices = tuple[slice, slice, slice]
+__all__ = ["Block", "BlockStats", "Slices", "all_block_stats", "betti0", "block_of_point", "block_stats",
+           "centred_window", "expand", "grid_blocks", "label_components", "mip", "shift", "slices_from_list",
+           "slices_to_list"]
 
 
 @dataclass(frozen=True)
@@ -79,17 +83,6 @@ def block_of_point(blocks: Sequence[Block], zyx: Sequence[float]) -> Block | Non
 def mip(volume: np.ndarray, axis: int = 0) -> np.ndarray:
     """Maximum-intensity projection along ``axis`` (0 = z gives the xy view, 2 = x gives the yz view)."""
     return np.asarray(volume).max(axis=axis)
-
-
-def label_components(mask: np.ndarray) -> tuple[np.ndarray, int]:
-    """26-connected component labels (uint32, 0 = background) and their count."""
-    labels, n = cc3d.connected_components(np.asarray(mask, dtype=bool), connectivity=26, return_N=True)
-    return labels, int(n)
-
-
-def betti0(mask: np.ndarray) -> int:
-    """Number of 26-connected foreground components."""
-    return label_components(mask)[1]
 
 
 @dataclass(frozen=True)
