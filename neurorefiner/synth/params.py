@@ -20,7 +20,7 @@ from neurorefiner.io.volume import check_spacing
 Range = tuple[float, float]
 
 # bumped whenever the same params + seed would render different bytes; cached benchmarks regenerate
-GENERATOR_VERSION = "1.1"  # 1.1: image tubes drawn by io.capsules (6-connected centreline)
+GENERATOR_VERSION = "1.2"  # 1.1: image tubes drawn by io.capsules (6-connected centreline); 1.2: visibility floor
 
 MORPHOLOGIES = ("procedural", "real", "mixed")
 REAL_SOURCES = ("bigneuron", "zbfwb")
@@ -62,6 +62,9 @@ class SynthParams:
     weak_rate: Range = (0.6, 1.2)  # weak-signal stretches per 100 voxels of neurite
     weak_length: Range = (5.0, 40.0)  # voxels of neurite
     weak_snr: Range = (0.0, 1.0)  # peak left in a weak stretch, in sd of the background noise
+    visibility_floor: float = 0.0  # least local contrast-to-noise of any labelled node after the PSF (peak over
+    #   the sd of the background box around it, camera noise included; synth.visibility); dimmer nodes,
+    #   weak stretches included, are brightened to it, never dropped from the label. 0: no floor
     psf_xy: Range = (0.7, 1.1)  # sigma in x voxels
     psf_z_ratio: Range = (2.0, 4.0)  # z sigma / xy sigma, both in um
 

@@ -27,7 +27,7 @@ PRESETS: dict[str, SynthParams] = {
     "synthetic_cwmbs_weak": SynthParams(
         name="synthetic_cwmbs_weak", shape=(256, 256, 256), spacing=(1.0, 0.2, 0.2), morphology="mixed",
         real_fraction=0.2, soma_prob=0.15, radius=(0.5, 1.5), dendrite_length=(60.0, 160.0),
-        min_length=400.0, signal=(16.0, 30.0), weak_rate=(0.8, 1.6), weak_snr=(0.0, 1.5),
+        min_length=400.0, signal=(16.0, 30.0), weak_rate=(0.8, 1.6), weak_snr=(0.0, 1.5), visibility_floor=2.5,
         background=(3.0, 6.0), tissue_contrast=(0.2, 0.4), neuropil=(0.0, 1.5), n_fibres=(1, 3),
         fibre_signal=(0.3, 0.9), n_somata=(0, 1), blob_density=(5.0, 20.0), read_noise=(1.0, 2.0),
         gain=4.0, offset=100.0, bit_depth=16),
@@ -36,7 +36,7 @@ PRESETS: dict[str, SynthParams] = {
     "synthetic_cwmbs_noise": SynthParams(
         name="synthetic_cwmbs_noise", shape=(256, 256, 256), spacing=(1.0, 0.2, 0.2), morphology="mixed",
         real_fraction=0.2, soma_prob=0.25, radius=(0.5, 2.5), dendrite_length=(60.0, 160.0),
-        min_length=400.0, signal=(140.0, 240.0), weak_rate=(0.4, 0.8), background=(15.0, 30.0),
+        min_length=400.0, signal=(140.0, 240.0), weak_rate=(0.4, 0.8), visibility_floor=3.0, background=(15.0, 30.0),
         tissue_contrast=(0.5, 0.9), neuropil=(3.0, 8.0), n_fibres=(2, 5), n_somata=(1, 3),
         blob_density=(60.0, 150.0), read_noise=(2.0, 4.0), gain=4.0, offset=100.0, bit_depth=16),
     # ZBFWB (paper): confocal stacks of 6-day-old zebrafish larvae, 1000 x 2000 x 250 voxels at
@@ -47,9 +47,10 @@ PRESETS: dict[str, SynthParams] = {
         name="synthetic_zbfwb", shape=(128, 512, 512), spacing=(1.0, 0.5, 0.5), morphology="mixed",
         real_fraction=0.3, real_sources=("zbfwb",), real_fit=(0.8, 1.6), soma_prob=0.3,
         axon_length=(1.5, 3.0), tortuosity_axon=0.08, branch_prob_axon=0.012, arbor_prob=0.7, radius=(0.5, 2.0),
-        min_length=400.0, signal=(25.0, 45.0), weak_rate=(0.5, 1.0), background=(12.0, 22.0),
+        min_length=400.0, signal=(25.0, 45.0), weak_rate=(0.5, 1.0), visibility_floor=3.0,
+        background=(12.0, 22.0),
         tissue_contrast=(0.6, 1.0), tissue_scale=20.0, neuropil=(2.0, 5.0), n_fibres=(4, 10),
-        fibre_signal=(0.5, 1.2), n_somata=(1, 4), blob_density=(20.0, 50.0), read_noise=(1.5, 3.0),
+        fibre_signal=(0.3, 0.8), n_somata=(1, 4), blob_density=(20.0, 50.0), read_noise=(1.5, 3.0),
         gain=2.0, bit_depth=8),
     # BigNeuron (paper): expert gold reconstructions of many species from different labs and
     # microscopes, varying in appearance, resolution and scale. Morphology: the 114 real Gold166 trees
@@ -58,7 +59,8 @@ PRESETS: dict[str, SynthParams] = {
     "synthetic_bigneuron": SynthParams(
         name="synthetic_bigneuron", shape=(128, 256, 256), spacing=(0.38, 0.38, 0.38), morphology="real",
         real_sources=("bigneuron",), real_fit=(0.6, 1.4), radius=(0.5, 3.0), min_length=300.0,
-        signal=(20.0, 150.0), weak_rate=(0.3, 1.0), background=(2.0, 20.0), tissue_contrast=(0.1, 0.8),
+        signal=(20.0, 150.0), weak_rate=(0.3, 1.0), visibility_floor=3.0, background=(2.0, 20.0),
+        tissue_contrast=(0.1, 0.8),
         neuropil=(0.0, 4.0), n_fibres=(0, 3), n_somata=(0, 2), blob_density=(5.0, 30.0), blob_signal=(0.2, 0.8),
         read_noise=(0.5, 4.0), gain=2.0, bit_depth=8),
 }

@@ -32,6 +32,7 @@ from neurorefiner.synth import morphology as morph
 from neurorefiner.synth.camera import camera
 from neurorefiner.synth.fields import paint_spheres, paint_tree, smooth_field
 from neurorefiner.synth.params import GENERATOR_VERSION, Draw, SynthParams, sample_ranges
+from neurorefiner.synth.visibility import floor_intensities
 
 log = logging.getLogger(__name__)
 
@@ -242,8 +243,6 @@ def _render_skeleton(params: SynthParams, seed: int, attempt: int, rng: np.rando
     inten[sk.types == 1] *= 1.5
     noise_sd = float(np.sqrt(draw["background"] + draw["read_noise"] ** 2))  # photons
     inten, planted = _weak_stretches(rng, sk.zyx, sk.parent, sk.types, inten, noise_sd, draw, params)
-    inten = inten / peak_factor(gold.radius, psf, spacing)
-    paint_tree(s_vol, gold.zyx, sk.parent, gold.radius, inten, spacing)
 
     # distractors (never in the label)
     n_fibres = int(draw["n_fibres"])
@@ -272,9 +271,8 @@ def _render_skeleton(params: SynthParams, seed: int, attempt: int, rng: np.rando
         s_vol += np.where(u < q, (2.0 * neuropil / q) * (u / q), 0.0).astype(np.float32)
         del u
 
-    # optics: one anisotropic Gaussian PSF for everything in focus
+    # optics: one anisotropic Gaussian PSF for everything in focus (linear: distractors and target apart)
     optical = ndi.gaussian_filter(s_vol, psf, truncate=3.0)
-    del s_vol
 
     # tissue background, uneven illumination, depth attenuation
     tissue_cell = (max(params.tissue_scale * sx / sz, 1.5), params.tissue_scale, params.tissue_scale)
@@ -284,6 +282,14 @@ def _render_skeleton(params: SynthParams, seed: int, attempt: int, rng: np.rando
     np.maximum(tissue, 0.05 * draw["background"], out=tissue)
     optical += tissue
     del tissue
+
+    # the target, its nodes below the preset's visibility floor brightened to it (never dropped from the label)
+    inten, visibility = floor_intensities(inten, gold.zyx, optical, label, spacing, params.visibility_floor,
+                                          draw["read_noise"])
+    s_vol[...] = 0.0
+    paint_tree(s_vol, gold.zyx, sk.parent, gold.radius, inten / peak_factor(gold.radius, psf, spacing), spacing)
+    optical += ndi.gaussian_filter(s_vol, psf, truncate=3.0)
+    del s_vol
     big = (max(shape[0] / 2, 2), max(shape[1] / 2, 2), max(shape[2] / 2, 2))
     illum = smooth_field(shape, big, rng)
     illum *= draw["illumination"]
@@ -305,7 +311,8 @@ def _render_skeleton(params: SynthParams, seed: int, attempt: int, rng: np.rando
         "neurite_length_vox": round(sk.length(), 2),
         "psf_sigma_vox": [round(sig_z, 4), round(sig_xy, 4), round(sig_xy, 4)],
         "psf_sigma_um": [round(sig_z * sz, 4), round(sig_xy * sx, 4), round(sig_xy * sx, 4)],
-        "weak_stretches": planted, "n_fibres": n_fibres, "n_somata": n_somata, "n_blobs": n_blobs,
+        "weak_stretches": planted, "visibility": visibility, "n_fibres": n_fibres, "n_somata": n_somata,
+        "n_blobs": n_blobs,
         "draw": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in draw.values.items()},
     }
     return Rendering(image, label, gold, spacing, info)

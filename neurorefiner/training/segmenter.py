@@ -4,7 +4,8 @@ Reads ``cfg.model`` (a ``_target_`` segmenter), ``cfg.dataset`` (a ``_target_`` 
 (a ``lightning.Trainer`` node), ``cfg.logger`` and ``cfg.segmentation`` (data and optimiser settings,
 ``conf/segmentation/default.yaml``). Checkpoints go to ``cfg.segmentation.ckpt_dir``; a run that finds a
 ``last.ckpt`` there resumes from it. At the end the best checkpoint (by validation Dice on held-out dev
-volumes) is exported as a compact ``.pt`` for inference. Returns the final metrics.
+volumes, or by their APP2 F1 with ``segmentation.pick: trace``) is exported as a compact ``.pt`` for
+inference. Returns the final metrics.
 """
 
 from __future__ import annotations
@@ -66,6 +67,21 @@ def build_module(cfg: DictConfig, data_spacing: tuple[float, float, float] | Non
                               normalization=norm, **OmegaConf.to_container(seg.module))
 
 
+PICKS = {"dice": "val/dice", "trace": "val/trace_f1"}
+
+
+def pick_metric(seg: DictConfig) -> str:
+    """What chooses the exported checkpoint: ``segmentation.pick`` 'dice' (validation Dice, the default and
+    every DIADEM recipe) or 'trace' (validation APP2 F1 from the gold root, which needs
+    ``segmentation.module.trace_val: true``)."""
+    pick = str(seg.get("pick", "dice"))
+    if pick not in PICKS:
+        raise ValueError(f"segmentation.pick must be one of {sorted(PICKS)}, got {pick!r}")
+    if pick == "trace" and not seg.module.get("trace_val", False):
+        raise ValueError("segmentation.pick=trace needs segmentation.module.trace_val=true (validation traces)")
+    return PICKS[pick]
+
+
 def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     """Train, resume if interrupted, export the best weights; returns the final metrics dict."""
     import lightning as L
@@ -94,7 +110,8 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     # two callbacks: the best by validation Dice (what is exported), and the latest state every epoch
     # (what an interrupted run resumes from; a monitored callback's save_last only follows improvements)
-    checkpoint = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="val/dice", mode="max",
+    monitor = pick_metric(seg)
+    checkpoint = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor=monitor, mode="max",
                                  save_top_k=1, enable_version_counter=False)
     latest = ModelCheckpoint(dirpath=ckpt_dir, filename="last", monitor=None, save_top_k=1, every_n_epochs=1,
                              save_on_train_epoch_end=True, enable_version_counter=False)
@@ -111,8 +128,8 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     if best:
         state = load_checkpoint(best, "training checkpoint")["state_dict"]
         module.load_state_dict(state)
-        metrics["best_val_dice"] = float(checkpoint.best_model_score) if checkpoint.best_model_score is not None \
-            else float("nan")
+        best_score = float(checkpoint.best_model_score) if checkpoint.best_model_score is not None else float("nan")
+        metrics["best_val_trace_f1" if monitor == "val/trace_f1" else "best_val_dice"] = best_score
     export = Path(seg.export_path) if seg.get("export_path") else ckpt_dir / "segmenter.pt"
     on_gpu = torch.cuda.is_available() and str(cfg.trainer.get("accelerator", "cpu")) in ("gpu", "cuda", "auto")
     device = str(torch.cuda.get_device_name(0)) if on_gpu else f"CPU, torch threads: {torch.get_num_threads()}"
@@ -120,7 +137,7 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
             "epochs": int(trainer.current_epoch), "dataset": str(cfg.dataset.get("name", "")),
             "train_cases": [c.name for c in dm.train_cases], "val_cases": [c.name for c in dm.val_cases],
             "best_checkpoint": best, "exported": export_which, "metrics": metrics, "seed": cfg.get("seed"),
-            "foreground_prior": module.hparams.get("foreground_prior")}
+            "foreground_prior": module.hparams.get("foreground_prior"), "picked_by": monitor}
     info["labels"] = {k: dm.__dict__.get(k) for k in ("labels", "label_band", "label_rel")}
     export_segmenter(module.net, module.hparams.net_config, export, tuple(seg.data.patch_size), meta=info,
                      normalization=module.hparams.get("normalization"))
@@ -185,4 +202,7 @@ def _training_lines(meta: dict) -> list[str]:
             (f"- validation (sliding window, threshold 0.5): Dice {metrics.get('val/dice', float('nan')):.4f}, "
              f"clDice {metrics.get('val/cldice', float('nan')):.4f}; best validation Dice "
              f"{metrics.get('best_val_dice', float('nan')):.4f}" if meta.get("val_cases") else
-             "- validation: none (every dev case trained the network)")]
+             "- validation: none (every dev case trained the network)"),
+            *([f"- checkpoint picked by validation APP2 F1 from the gold root (threshold 0.5): best "
+               f"{metrics.get('best_val_trace_f1', float('nan')):.4f}"] if meta.get("picked_by") == "val/trace_f1"
+              else [])]

@@ -153,12 +153,14 @@ def test_radii_stay_in_range() -> None:
 @pytest.mark.parametrize("name", ALL_PRESETS)
 def test_every_preset_has_weak_stretches_and_distractors(name: str) -> None:
     """Measured in the pixels: stretches of >= 5 voxels along the gold centreline whose local SNR is
-    under 2 (where a segmenter breaks), and bright structure away from the target (false positives)."""
+    under 2 or under half the neurite's median (a preset with a visibility floor keeps its weak stretches
+    visible, yet dimmer than the rest: where a segmenter breaks), and bright structure away from the
+    target (false positives)."""
     runs, away, comps, planted = [], [], [], 0
     for seed in range(3):
         r = render(small(name), seed)
         prof = snr_along_tree(r.image, r.label, r.gold, r.spacing)
-        runs.append(weak_runs(prof, r.spacing, 2.0))
+        runs.append(weak_runs(prof, r.spacing, max(2.0, 0.5 * float(np.median(prof.snr)))))
         d = distractor_stats(r.image, r.label, prof, r.spacing)
         away.append(d["bright_away_fraction"])
         comps.append(d["away_components"])

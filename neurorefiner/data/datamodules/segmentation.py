@@ -68,13 +68,15 @@ class LoadedCase:
     image: np.ndarray  # float32 ZYX in [0, 1]
     label: np.ndarray  # uint8 ZYX {0, 1}
     fg: np.ndarray  # flat indices of foreground voxels (for oversampling)
+    gold: Any = None  # the gold Tree (voxel coordinates of ``image``) where the case has one: validation traces
+    spacing: tuple[float, float, float] | None = None
 
 
 def load_case(case: Case, percentiles: Sequence[float] | None = DEFAULT_PERCENTILES, labels: str = "gold",
-              label_band: float = 4.0, label_rel: float = 0.5) -> LoadedCase:
+              label_band: float = 4.0, label_rel: float = 0.5, with_gold: bool = False) -> LoadedCase:
     """A case in memory: normalised image and binary label. ``labels`` 'gold' is ``case.label`` (label
     file, or gold SWC rasterised with the dataset's radius); 'adaptive' widens that to the imaged fibre
-    (:func:`adaptive_label`; needs the gold SWC)."""
+    (:func:`adaptive_label`; needs the gold SWC). ``with_gold`` keeps the gold tree (validation traces it)."""
     if labels not in LABEL_MODES:
         raise ValueError(f"labels must be one of {LABEL_MODES}, got {labels!r}")
     vol = case.image()
@@ -90,7 +92,9 @@ def load_case(case: Case, percentiles: Sequence[float] | None = DEFAULT_PERCENTI
         centreline = case.gold().rasterize(image.shape, spacing, radius=0.5, min_radius=0.0, strict=False)
         label = adaptive_label(image, centreline, label, spacing, label_band, label_rel)
     label_u8 = label.astype(np.uint8)
-    return LoadedCase(case.name, image, label_u8, np.flatnonzero(label_u8))
+    gold = case.gold() if with_gold and case.swc_path is not None else None
+    spacing = tuple(float(v) for v in case.spacing) if case.spacing else None
+    return LoadedCase(case.name, image, label_u8, np.flatnonzero(label_u8), gold, spacing)  # type: ignore[arg-type]
 
 
 def _pad_to(array: np.ndarray, size: Triple) -> np.ndarray:
@@ -191,7 +195,20 @@ def centre_crop_on_label(case: LoadedCase, size: Sequence[int] | None) -> Loaded
         sl.append(slice(lo, lo + s))
     sl_t = tuple(sl)
     label = case.label[sl_t]
-    return LoadedCase(case.name, case.image[sl_t], label, np.flatnonzero(label))
+    return LoadedCase(case.name, case.image[sl_t], label, np.flatnonzero(label), crop_tree(case.gold, sl_t),
+                      case.spacing)
+
+
+def crop_tree(tree, box: tuple[slice, ...]):  # type: ignore[no-untyped-def]
+    """The nodes of ``tree`` (voxel coordinates) inside ``box`` (z, y, x slices), shifted into it; a node whose
+    parent falls outside becomes a root. None stays None."""
+    if tree is None:
+        return None
+    lo = np.array([b.start for b in box], dtype=np.float64)
+    hi = np.array([b.stop for b in box], dtype=np.float64)
+    zyx = tree.zyx
+    inside = np.all((zyx >= lo - 0.5) & (zyx <= hi - 0.5), axis=1)
+    return tree.subset(inside).offset(-lo[::-1])
 
 
 class VolumeDataset(Dataset):
@@ -206,7 +223,18 @@ class VolumeDataset(Dataset):
     def __getitem__(self, index: int) -> dict:
         c = self.cases[index]
         return {"image": torch.from_numpy(np.ascontiguousarray(c.image))[None],
-                "label": torch.from_numpy(c.label.astype(np.int64))[None], "name": c.name}
+                "label": torch.from_numpy(c.label.astype(np.int64))[None], "name": c.name,
+                "gold": c.gold, "spacing": c.spacing}
+
+
+def collate_volumes(items: list[dict]) -> dict:
+    """Batch whole volumes (tensors stacked); the gold tree and spacing pass through as lists."""
+    from torch.utils.data import default_collate
+
+    tensors = default_collate([{k: it[k] for k in ("image", "label", "name")} for it in items])
+    tensors["gold"] = [it["gold"] for it in items]
+    tensors["spacing"] = [it["spacing"] for it in items]
+    return tensors
 
 
 def _worker_init(_: int) -> None:
@@ -299,7 +327,7 @@ class SegmentationDataModule(L.LightningDataModule):
         kw = {"percentiles": self.normalization, "labels": self.labels, "label_band": self.label_band,
               "label_rel": self.label_rel}
         self.train_cases = [load_case(c, **kw) for c in train]
-        self.val_cases = [load_case(c, **kw) for c in val]
+        self.val_cases = [load_case(c, **kw, with_gold=True) for c in val]
 
     def train_dataloader(self) -> DataLoader:
         ds = RandomPatchDataset(self.train_cases, self.patch_size, self.samples_per_epoch, self.fg_prob,
@@ -309,4 +337,5 @@ class SegmentationDataModule(L.LightningDataModule):
                           drop_last=False)
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(VolumeDataset(self.val_cases, self.val_max_size), batch_size=1, num_workers=0)
+        return DataLoader(VolumeDataset(self.val_cases, self.val_max_size), batch_size=1, num_workers=0,
+                          collate_fn=collate_volumes)
