@@ -79,6 +79,10 @@ class DecodingConfig:
             blob of noise next to a neurite is not a piece of a broken neurite.
         tube_pad: voxels added to the estimated radius of the painted tube on every axis (the bridge
             runs about a voxel off the mask's centre line where the image is offset from it).
+        max_radius: cap of the painted tube's radius (voxels): next to a soma the mask's thickness says
+            nothing about the neurite that leaves it.
+        max_sliver: pieces up to this many voxels are join targets too (the slivers a cut leaves in its
+            gap; noise blobs are larger). 0 = none.
         min_elongation: length along the main direction over the cube root of the volume from which a
             piece counts as a stretch of neurite.
     """
@@ -101,6 +105,8 @@ class DecodingConfig:
     line_slack: float = 0.35
     min_elongation: float = 2.0
     tube_pad: float = 0.5
+    max_radius: float = 3.0
+    max_sliver: int = 0
     outside_cost: float = 1.0
 
     def __post_init__(self) -> None:
@@ -480,7 +486,7 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
     meets = np.bincount(lab[search[box]], minlength=n + 1)
     in_search = np.bincount(labels[search], minlength=n + 1)
     touches = np.bincount(labels[outside_contact(mask, context)], minlength=n + 1)
-    anchored = (in_search < size) | (touches > 0) | (size >= cfg.min_anchor)
+    anchored = (in_search < size) | (touches > 0) | (size >= cfg.min_anchor) | (size <= cfg.max_sliver)
     candidates = [k for k in range(1, n + 1) if meets[k] > 0 and size[k] >= cfg.min_piece
                   and (anchored[k] or _elongated(labels == k, cfg.min_elongation))]
     if instruction.op == "connect":
@@ -561,7 +567,7 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
             break
         tg = int(group_of[idx])
         ends_near = grow(path & ~new, 3) & ((group_of == g) | (group_of == tg))
-        radii = list(_axis_radii(out[box], ends_near))
+        radii = [min(r, cfg.max_radius) for r in _axis_radii(out[box], ends_near)]
         # along the neurite the run to background is its length, not its radius: that axis takes the
         # largest radius across it
         along = int(np.argmax(np.abs(np.subtract(idx, origin))))

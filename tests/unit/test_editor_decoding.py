@@ -233,3 +233,14 @@ def test_edit_command_decodes_by_default_and_raw_on_request(tmp_path):
     assert np.array_equal(read_mask(tmp_path / "a.tif").load(), mask)
     res = CliRunner().invoke(app, [*args, "--raw", "--out", str(tmp_path / "b.tif")])
     assert res.exit_code == 0 and "raw decoding:" in res.output
+
+
+def test_a_bridge_next_to_a_soma_is_painted_at_the_neurite_radius_not_the_soma_radius():
+    true, cut = broken()
+    soma = np.zeros(SHAPE, bool)
+    soma[2:11, 6:25, 2:12] = True  # a thick body right at one end of the gap
+    mask = cut | soma
+    image = (true | soma).astype(np.float32)
+    res = decode(mask, mask.astype(np.float32), image, Instruction("repair", "center-center-center"))
+    assert res.changed and all(r <= DecodingConfig().max_radius for r in res.joins[0].radii)
+    assert res.added_voxels <= 7 * 7 * 9
