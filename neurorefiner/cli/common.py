@@ -34,6 +34,20 @@ def friendly_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def parse_shape(text: str | None, option: str = "--shape") -> tuple[int, int, int] | None:
+    """'64,128,128' or '64x128x128' -> (64, 128, 128) as (z, y, x) voxels; anything else -> InputError
+    naming ``option``."""
+    if text is None:
+        return None
+    try:
+        parts = [int(p) for p in text.replace("x", ",").split(",") if p.strip()]
+    except ValueError:
+        parts = []
+    if len(parts) != 3 or any(p <= 0 for p in parts):
+        raise InputError(f"{option} must be three positive integers z,y,x, got {text!r}")
+    return parts[0], parts[1], parts[2]
+
+
 def parse_spacing(text: str | None) -> tuple[float, float, float] | None:
     """'1,0.33,0.33' -> (1.0, 0.33, 0.33) as (z, y, x) um."""
     if text is None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, parse_shape
 
 
 @friendly_errors
@@ -31,7 +31,6 @@ def init_masks(dataset: str = typer.Option(..., "--dataset", help="registry name
                device: str = typer.Option("cpu", help="cpu | cuda"),
                threads: int = typer.Option(0, help="torch CPU threads (0: default; 1 on shared cores)")) -> None:
     """Write M_init for one dataset / segmenter / split (finished cases are skipped, so a run resumes)."""
-    from neurorefiner.errors import InputError
     from neurorefiner.inference.init_masks import write_init_masks
 
     if threads > 0:
@@ -40,12 +39,7 @@ def init_masks(dataset: str = typer.Option(..., "--dataset", help="registry name
         torch.set_num_threads(threads)
     overrides = {k: v for k, v in (("threshold", threshold), ("dust_voxels", dust), ("keep_largest", keep_largest),
                                    ("bridge_um", bridge_um)) if v is not None}
-    try:
-        win = [int(w) for w in window.split(",")] if window else None
-    except ValueError:
-        win = [0]
-    if win is not None and (len(win) != 3 or min(win) < 1):
-        raise InputError(f"--window must be three positive ints z,y,x, got {window!r}")
+    win = parse_shape(window, "--window")
     paths = write_init_masks(dataset, segmenter, model, split, out, overwrite, overlap=overlap, device=device,
-                             window=win, overrides=overrides)
+                             window=list(win) if win else None, overrides=overrides)
     typer.echo(f"{len(paths)} masks in {paths[0].parent if paths else out}")

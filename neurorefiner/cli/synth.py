@@ -11,21 +11,7 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, parse_spacing
-
-
-def _parse_shape(text: str | None) -> tuple[int, int, int] | None:
-    from neurorefiner.errors import InputError
-
-    if text is None:
-        return None
-    try:
-        parts = [int(p) for p in text.replace("x", ",").split(",") if p.strip()]
-    except ValueError as exc:
-        raise InputError(f"--shape must be three integers Z,Y,X, got {text!r}") from exc
-    if len(parts) != 3 or any(p <= 0 for p in parts):
-        raise InputError(f"--shape must be three positive integers Z,Y,X, got {text!r}")
-    return parts[0], parts[1], parts[2]
+from neurorefiner.cli.common import friendly_errors, parse_shape, parse_spacing
 
 
 @friendly_errors
@@ -52,7 +38,7 @@ def synth(preset: str = typer.Argument(..., help="preset name, e.g. tiny, synthe
     if n <= 0:
         raise InputError(f"--n must be a positive number of volumes, got {n}")
     check_seed(seed)
-    size = _parse_shape(shape)
+    size = parse_shape(shape)
     if size is not None:
         params = params.replace(shape=size)
     tree = read_swc(swc) if swc is not None else None
