@@ -91,7 +91,9 @@ class Inspection:
     info: CallInfo
 
     def as_dict(self) -> dict:
-        return {"flags": [self.flags[k].as_dict() for k in sorted(self.flags)]}
+        """Flags in the Inspector's order: it is the priority the cap per round follows, so a resumed or
+        replayed run must read them back in the same order."""
+        return {"flags": [f.as_dict() for f in self.flags.values()]}
 
 
 @dataclass(frozen=True)

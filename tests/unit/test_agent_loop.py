@@ -177,8 +177,9 @@ def _crashing(writer: TraceWriter, after_blocks: int):  # type: ignore[no-untype
 
 def test_resume_after_a_crash_skips_finished_blocks_and_gives_the_same_result(tmp_path) -> None:
     image, mask = noisy_tree()
-    settings = LoopSettings(block_size=64)
+    settings = LoopSettings(block_size=64, max_defects_per_round=2)   # the cap binds: order matters
     whole = run_loop(image, mask, heuristic(), RegionEditor(), settings)
+    assert whole.rounds[0]["waiting"] == 1
     path = tmp_path / "trace.jsonl"
     with TraceWriter(path) as w, pytest.raises(KeyboardInterrupt):
         run_loop(image, mask, heuristic(), RegionEditor(), settings, emit=_crashing(w, 1))
@@ -235,3 +236,20 @@ def test_an_editor_taking_context_gets_the_frame_surroundings_and_its_reason_is_
     run_loop(image, mask, agents, LazyEditor(ContextEditor), LoopSettings(block_size=64), emit=records.append)
     assert seen == [(32 + 8, 64 + 8, 64 + 8)]
     assert [r["raw"] for r in records if r.get("role") == "editor"] == ["joined 1 gap"]
+
+
+def test_resume_keeps_the_inspectors_priority_order_under_the_cap(tmp_path) -> None:
+    mask = np.zeros((32, 64, 128), bool)
+    mask[25:28, 7:10, 2:126] = True
+    image = np.where(mask, 0.9, 0.05).astype(np.float32)
+    mask[25:28, 7:10, 20:32] = False           # block 0: the longer gap
+    mask[25:28, 7:10, 90:96] = False           # block 1: the shorter gap, fixed first
+    settings = LoopSettings(block_size=64, max_defects_per_round=1)
+    whole = run_loop(image, mask, heuristic(), RegionEditor(), settings)
+    assert whole.counts["accepted"] == 2
+    path = tmp_path / "trace.jsonl"
+    with TraceWriter(path) as w, pytest.raises(KeyboardInterrupt):
+        run_loop(image, mask, heuristic(), RegionEditor(), settings, emit=_crashing(w, 1))
+    editor = RegionEditor()
+    again = run_loop(image, mask, heuristic(), editor, settings, prior=PriorRun(read_trace(path)))
+    assert (again.mask == whole.mask).all() and editor.calls == 1
