@@ -32,6 +32,7 @@ import torch
 from neurorefiner import paths
 from neurorefiner.errors import InputError
 from neurorefiner.inference.decoding import Context, DecodingConfig, EditResult, decode, raw_decode
+from neurorefiner.io.checkpoints import load_checkpoint
 from neurorefiner.paths import project_root
 from neurorefiner.topology.instructions import Instruction, InstructionParseError, parse_instruction
 
@@ -97,10 +98,7 @@ class TopoRefiner:
             hint = ("the shipped checkpoint is missing from this checkout; train one with "
                     "`python train.py +stage=1` then `+stage=2`" if ckpt_path is None else "no such checkpoint")
             raise InputError(hint, path=str(path))
-        try:
-            ckpt = torch.load(path, map_location="cpu", weights_only=False)
-        except Exception as exc:  # noqa: BLE001 - any unreadable file is a user-input problem here
-            raise InputError(f"not a readable TopoRefineNet checkpoint ({exc})", path=str(path)) from exc
+        ckpt = load_checkpoint(path, "TopoRefineNet checkpoint")
         hp = ckpt.get("hyper_parameters", {}) if isinstance(ckpt, dict) else {}
         net_cfg, te_cfg = hp.get("net_config"), hp.get("text_encoder_config")
         if not net_cfg or "state_dict" not in ckpt:
