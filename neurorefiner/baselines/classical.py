@@ -9,7 +9,7 @@
    Fragments farther away are kept as they are (nothing is drawn across long gaps).
 
 No learning. The two knobs were chosen on DIADEM dev (OP_1-OP_6) with a small grid
-(``experiments/classical/``); the test stacks were never looked at.
+(``experiments/table_classical_grid/``); the test stacks were never looked at.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def brightest_path(image: np.ndarray, a: Sequence[int], b: Sequence[int], spacin
 
 
 def classical_refine(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float] = (1.0, 1.0, 1.0),
-                     min_size: int = 300, max_gap: float = 20.0, margin: int = 4, power: float = 2.0,
+                     min_size: int = 100, max_gap: float = 10.0, margin: int = 4, power: float = 2.0,
                      floor: float = 0.05, passes: int = 3) -> np.ndarray:
     """``mask`` (bool ZYX) with components under ``min_size`` dropped and the others bridged to the main one
     along the brightest path where the gap is <= ``max_gap`` (voxels of the finest axis). ``image``: the stack
