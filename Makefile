@@ -8,7 +8,7 @@ export WANDB_MODE ?= offline
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help install demo test test-fast test-slow bench lint format clean
+.PHONY: help install demo test test-fast test-vllm serve-vlm bench lint format clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
@@ -30,6 +30,14 @@ test: install ## run the whole test suite (what CI runs)
 
 test-fast: install ## unit tests only, skip tests marked slow
 	$(BIN)/python -m pytest -q -m "not slow" tests
+
+test-vllm: install ## the vlm agents against a running server (NEUROREFINER_VLM_BASE_URL, NEUROREFINER_VLM_MODEL); not in CI
+	$(BIN)/python -m pytest -q -m vllm tests/integration/test_vlm_live.py
+
+serve-vlm: ## print the vLLM command the vlm agents are written against (needs a GPU machine with vLLM)
+	@echo "pip install -e '.[serve]'   # on a GPU machine, beside a CUDA torch"
+	@echo "vllm serve Qwen/Qwen3-VL-8B-Instruct --max-model-len 16384 --limit-mm-per-prompt '{\"image\":4,\"video\":0}'"
+	@echo "then: python refine.py image=IMG mask=MASK agent=vlm agent.base_url=http://HOST:8000/v1"
 
 bench: install ## run the benchmarks (figures and ratios against references measured in the same run)
 	$(BIN)/python -m bench.run $(BENCH_ARGS)

@@ -23,13 +23,9 @@ class InputError(ValueError):
         super().__init__(f"{where}{problem}")
 
 
-class MissingPieceError(RuntimeError):
-    """A command whose implementation has not landed yet; says which piece is missing."""
-
-
 def exit_on_user_error(fn):  # type: ignore[no-untyped-def]
-    """Decorator for entry-point functions: a user's mistake or a missing piece ends the run with one
-    clear line on stderr (exit 2 / 3) instead of a traceback."""
+    """Decorator for entry-point functions: a user's mistake ends the run with one
+    clear line on stderr (exit 2) instead of a traceback."""
     import functools
     import sys
 
@@ -40,8 +36,5 @@ def exit_on_user_error(fn):  # type: ignore[no-untyped-def]
         except InputError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)
-        except MissingPieceError as exc:
-            print(f"not available yet: {exc}", file=sys.stderr)
-            sys.exit(3)
 
     return wrapper

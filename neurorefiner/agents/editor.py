@@ -23,10 +23,8 @@ from neurorefiner.topology.instructions import Instruction
 def load_topo_refiner(checkpoint: str | None = None, threshold: float = 0.5, confine_margin: int | None = 4,
                       device: str = "cpu") -> Editor:
     """The shipped TopoRefineNet editor (or ``checkpoint``); imported here, never at module import."""
-    try:
-        from neurorefiner.inference.refiner import TopoRefiner
-    except ImportError:  # the editor's older home, before the inference package existed
-        from neurorefiner.models.refiner import TopoRefiner  # type: ignore[no-redef]
+    from neurorefiner.inference.refiner import TopoRefiner
+
     return TopoRefiner.load(checkpoint, device=device, threshold=threshold, confine_margin=confine_margin)
 
 

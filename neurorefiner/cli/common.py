@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from neurorefiner.errors import InputError, MissingPieceError
+from neurorefiner.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,9 +24,6 @@ def friendly_errors(fn: F) -> F:
         except InputError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
-        except MissingPieceError as exc:
-            typer.echo(f"not available yet: {exc}", err=True)
-            raise typer.Exit(3) from None
         except FileNotFoundError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
