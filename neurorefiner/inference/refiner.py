@@ -23,6 +23,8 @@ output, one switch away for experiments). :meth:`TopoRefiner.edit_result` says w
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,51 @@ from neurorefiner.topology.instructions import Instruction, InstructionParseErro
 
 SHIPPED_CHECKPOINT = "checkpoints/toporefinenet.ckpt"
 DECODINGS = ("topology", "raw")
+DEFAULT_CROP_MARGIN = 16  # voxels of context around the named place for the network pass (see crop_box)
+
+
+def crop_box(region: np.ndarray, margin: int, multiple: int) -> tuple[slice, ...]:
+    """The box the network sees for an edit at ``region``: the region's bounding box grown by ``margin``
+    voxels, its start rounded down and its end up to multiples of ``multiple`` (the network's size
+    multiple, so the crop's feature grid is the whole block's grid: a bottleneck cell covers the same
+    voxels either way), clipped to the block. An axis the crop would not shorten keeps the whole block."""
+    shape = region.shape
+    idx = np.argwhere(region)
+    if len(idx) == 0:
+        return tuple(slice(0, n) for n in shape)
+    lo, hi = idx.min(axis=0), idx.max(axis=0) + 1
+    out = []
+    for a, b, n in zip(lo, hi, shape, strict=True):
+        start = max(0, (int(a) - margin) // multiple * multiple)
+        stop = min(n, -(-(int(b) + margin) // multiple) * multiple)
+        out.append(slice(start, stop))
+    return tuple(out)
+
+
+@contextmanager
+def _block_positions(net: torch.nn.Module, offset: Sequence[int], block: Sequence[int]) -> Iterator[None]:
+    """While active, the network's position embedding gives each bottleneck cell of a crop the
+    coordinates it has in the whole block (``offset`` = the crop's start, ``block`` = the block's shape),
+    not the crop's own: the instruction names places of the block ("top-left-rear"), and a crop whose own
+    corner were taken for the block's corner would be told a different place."""
+    if getattr(net, "position", None) is None or not hasattr(net, "_position"):
+        yield
+        return
+
+    def position(feat: torch.Tensor, size: tuple[int, ...]) -> torch.Tensor:
+        axes = []
+        for n, o, s in zip(feat.shape[2:], offset, block, strict=True):
+            centre = o + (torch.arange(n, device=feat.device, dtype=feat.dtype) + 0.5) * net.min_size
+            axes.append(centre / max(int(s), 1) * 2 - 1)
+        grid = torch.stack(torch.meshgrid(*axes, indexing="ij"), dim=-1)
+        emb = net.position(grid)
+        return emb.permute(-1, *range(net.spatial_dims)).unsqueeze(0)
+
+    net._position = position  # an instance attribute shadows the method for this pass only
+    try:
+        yield
+    finally:
+        del net._position
 
 
 def default_checkpoint() -> Path:
@@ -59,23 +106,37 @@ class TopoRefiner:
             (threshold + confinement).
         decoding_config: settings of the topology decoding (:class:`DecodingConfig` or a mapping);
             ``threshold`` and ``confine_margin`` given here override its threshold and margin.
+        crop_margin: for the topology decoding the network runs on a crop around the named place (the
+            named sub-region grown by this many voxels of context, rounded to the network's size multiple;
+            see :func:`crop_box`) and the input mask stands for its output elsewhere, where the decoding
+            changes nothing; None = the whole block (the network's view in training, several times slower
+            on large blocks). The raw decoding always sees the whole block (see :meth:`probabilities`).
     """
 
     def __init__(self, net: torch.nn.Module, text_encoder: Any, device: str = "cpu", threshold: float = 0.5,
                  source: str = "", confine_margin: int | None = 4, decoding: str = "topology",
-                 decoding_config: DecodingConfig | dict | None = None) -> None:
+                 decoding_config: DecodingConfig | dict | None = None,
+                 crop_margin: int | None = DEFAULT_CROP_MARGIN) -> None:
         if not 0.0 < threshold < 1.0:
             raise ValueError(f"threshold must be in (0, 1), got {threshold}")
         if confine_margin is not None and confine_margin < 0:
             raise ValueError(f"confine_margin must be >= 0 or None, got {confine_margin}")
         if decoding not in DECODINGS:
             raise ValueError(f"decoding must be one of {DECODINGS}, got {decoding!r}")
+        if crop_margin is not None and crop_margin < 0:
+            raise ValueError(f"crop_margin must be >= 0 or None, got {crop_margin}")
+        self.crop_margin = crop_margin
         self.net = net.to(device).eval()
         self.text_encoder = text_encoder
         self.device, self.threshold, self.source = device, float(threshold), source
         self.confine_margin = confine_margin
         self.decoding = decoding
         cfg = DecodingConfig.build(decoding_config)
+        if crop_margin is not None:
+            # the crop must hold everything a decoding may change or read the network's output at
+            needed = max(cfg.margin, cfg.connect_margin, confine_margin or 0)
+            if crop_margin < needed:
+                raise ValueError(f"crop_margin {crop_margin} is below the decoding's reach ({needed} voxels)")
         overrides = {"threshold": float(threshold)}
         if confine_margin is not None:
             overrides["margin"] = int(confine_margin)
@@ -85,7 +146,8 @@ class TopoRefiner:
     def load(cls, ckpt_path: str | Path | None = None, device: str = "cpu", text_encoder: Any = None,
              cache_dir: str | Path | None = None, threshold: float = 0.5,
              confine_margin: int | None = 4, decoding: str = "topology",
-             decoding_config: DecodingConfig | dict | None = None) -> TopoRefiner:
+             decoding_config: DecodingConfig | dict | None = None,
+             crop_margin: int | None = DEFAULT_CROP_MARGIN) -> TopoRefiner:
         """Rebuild the network and text encoder recorded in ``ckpt_path`` (default: the shipped one).
 
         ``text_encoder`` replaces the recorded one (it must have the same embedding size). The
@@ -119,7 +181,8 @@ class TopoRefiner:
             raise InputError(f"text encoder gives {text_encoder.dim}-d embeddings but the network expects "
                              f"{net.text_dim}-d", path=str(path))
         return cls(net, text_encoder, device=device, threshold=threshold, source=str(path),
-                   confine_margin=confine_margin, decoding=decoding, decoding_config=decoding_config)
+                   confine_margin=confine_margin, decoding=decoding, decoding_config=decoding_config,
+                   crop_margin=crop_margin)
 
     @staticmethod
     def parse(instruction: str | Instruction) -> Instruction:
@@ -131,8 +194,17 @@ class TopoRefiner:
 
     @torch.inference_mode()
     def probabilities(self, image_block: np.ndarray, mask_block: np.ndarray,
-                      instruction: str | Instruction) -> np.ndarray:
-        """Foreground probability (float32, block shape) after applying ``instruction`` (not confined)."""
+                      instruction: str | Instruction, crop: bool = True) -> np.ndarray:
+        """Foreground probability (float32, block shape) after applying ``instruction`` (not confined).
+
+        With ``crop_margin`` set (and ``crop`` True) the network sees only the crop around the named place
+        (:func:`crop_box`); outside it the input mask (0 / 1) stands for the network's output. Without
+        confinement (``confine_margin=None``: the network's raw output over the block) it sees the block.
+        :meth:`edit_result` crops for the topology decoding only: near the named place, where that
+        decoding reads the probability, the crop's output matches the whole block's (the probe's decoded
+        figures are the same either way), while the thresholded raw output, read voxel by voxel, fills
+        less of a gap on a crop (instance norm then takes its statistics from the crop alone), so the raw
+        decoding keeps the network's view of the whole block as in training."""
         image = np.asarray(image_block, dtype=np.float32)
         mask = np.asarray(mask_block)
         if image.shape != mask.shape:
@@ -144,15 +216,28 @@ class TopoRefiner:
         if not str(instruction).strip():
             raise InputError("empty instruction")
         parsed = self.parse(instruction)
+        fg = mask.astype(np.float32) > 0
+        region = parsed.region(image.shape)
+        box = tuple(slice(0, n) for n in image.shape)
+        if crop and self.crop_margin is not None and self.confine_margin is not None:
+            box = crop_box(region, int(self.crop_margin), int(getattr(self.net, "min_size", 1)))
         emb = self.text_encoder.encode([parsed.format()]).to(self.device)
-        x = torch.from_numpy(np.ascontiguousarray(image))[None, None].to(self.device)
-        m = torch.from_numpy(np.ascontiguousarray(mask.astype(np.float32) > 0, dtype=np.float32))[None, None]
-        if getattr(self.net, "region_channel", False):
-            region = torch.from_numpy(parsed.region(image.shape).astype(np.float32))[None, None]
-            logits = self.net(x, m.to(self.device), emb, region=region.to(self.device))
-        else:
-            logits = self.net(x, m.to(self.device), emb)
-        return self.net.probabilities(logits)[0, 0].float().cpu().numpy()
+
+        def tensor(a: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))[None, None].to(self.device)
+
+        x, m = tensor(image[box]), tensor(fg[box])
+        with _block_positions(self.net, [b.start for b in box], image.shape):
+            if getattr(self.net, "region_channel", False):
+                logits = self.net(x, m, emb, region=tensor(region[box]))
+            else:
+                logits = self.net(x, m, emb)
+        part = self.net.probabilities(logits)[0, 0].float().cpu().numpy()
+        if part.shape == image.shape:
+            return part
+        out = fg.astype(np.float32)
+        out[box] = part
+        return out
 
     def allowed_region(self, instruction: str | Instruction, shape: tuple[int, ...]) -> np.ndarray:
         """Where :meth:`edit` may change the mask: the named sub-region grown by ``confine_margin`` voxels
@@ -185,7 +270,7 @@ class TopoRefiner:
         size is padded by the network (and cropped back). An instruction with nothing to do at its
         place returns the mask unchanged, with the reason."""
         parsed = self.parse(instruction) if str(instruction).strip() else instruction
-        prob = self.probabilities(image_block, mask_block, parsed)
+        prob = self.probabilities(image_block, mask_block, parsed, crop=self.decoding == "topology")
         return self.decode_probabilities(image_block, mask_block, parsed, prob, context)
 
     def decode_probabilities(self, image_block: np.ndarray, mask_block: np.ndarray,

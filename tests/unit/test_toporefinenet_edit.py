@@ -142,3 +142,82 @@ def test_edit_is_confined_to_the_named_place_and_region_reaches_the_net():
     assert named.sum() < loose.sum() < loose.size and not loose[-1, -1, -1]
     with pytest.raises(InputError, match="cannot read instruction"):
         TopoRefiner(net, HashingEncoder(dim=16)).edit(img, msk, "make it nicer please")
+
+
+class _ShapeSpy(torch.nn.Module):
+    """A stand-in network that records the size it is given and marks every voxel it saw with 0.75."""
+
+    spatial_dims, text_dim, region_channel, min_size = 3, 16, True, 4
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[int, ...]] = []
+
+    def forward(self, image, mask, emb, region=None):
+        self.seen.append(tuple(image.shape[2:]))
+        p = torch.full_like(image, 0.75)
+        return torch.cat([torch.log(1 - p), torch.log(p)], dim=1)
+
+    @staticmethod
+    def probabilities(logits):
+        return torch.softmax(logits, dim=1)[:, 1:2]
+
+
+def test_crop_box_grows_the_named_place_on_the_network_grid():
+    from neurorefiner.inference.refiner import crop_box
+
+    region = np.zeros((64, 128, 128), bool)
+    region[43:64, 0:43, 43:86] = True
+    box = crop_box(region, 16, 8)
+    assert box == (slice(24, 64), slice(0, 64), slice(24, 104))
+    assert all(b.start % 8 == 0 for b in box)
+    assert crop_box(region, 200, 8) == (slice(0, 64), slice(0, 128), slice(0, 128))
+
+
+def test_network_sees_a_crop_around_the_named_place_and_the_mask_stands_for_it_elsewhere():
+    from neurorefiner.models.text_encoders import HashingEncoder
+
+    shape = (24, 96, 96)
+    img, msk = np.zeros(shape, np.float32), np.zeros(shape, bool)
+    msk[12, 80, :] = True
+    ins = "Repair break at top-left-front"
+    net = _ShapeSpy()
+    r = TopoRefiner(net, HashingEncoder(dim=16), crop_margin=8)
+    p = r.probabilities(img, msk, ins)
+    assert net.seen[-1] == (16, 40, 40)  # the named cell (8, 32, 32) + 8 voxels of context, on the grid
+    assert np.allclose(p[:16, :40, :40], 0.75)
+    assert np.array_equal(p[:, 40:, :], msk[:, 40:, :].astype(np.float32))  # outside: the input mask
+    r.probabilities(img, msk, ins, crop=False)
+    assert net.seen[-1] == shape
+    r.edit_result(img, msk, ins)  # the topology decoding: the crop
+    assert net.seen[-1] == (16, 40, 40)
+    TopoRefiner(net, HashingEncoder(dim=16), crop_margin=8, decoding="raw").edit_result(img, msk, ins)
+    assert net.seen[-1] == shape  # the raw decoding: the network's view of the whole block
+    whole = TopoRefiner(net, HashingEncoder(dim=16), crop_margin=None)
+    whole.probabilities(img, msk, ins)
+    assert net.seen[-1] == shape
+    with pytest.raises(ValueError, match="reach"):
+        TopoRefiner(net, HashingEncoder(dim=16), crop_margin=2)
+
+
+def test_crop_keeps_the_block_positions_and_the_network_output_near_the_named_place():
+    from neurorefiner.inference.refiner import _block_positions
+    from neurorefiner.models.text_encoders import HashingEncoder
+
+    torch.manual_seed(0)
+    net = TopoRefineNet(channels=(4, 8, 16), text_dim=16, region_channel=True).eval()
+    block = (16, 48, 48)
+    full_feat = torch.zeros(1, 16, 4, 12, 12)
+    whole = net._position(full_feat, block)
+    with _block_positions(net, (4, 16, 8), block):
+        part = net._position(torch.zeros(1, 16, 2, 6, 6), (8, 24, 24))
+    # the crop's bottleneck cells carry the embedding of the same cells of the whole block
+    assert torch.allclose(part, whole[:, :, 1:3, 4:10, 2:8], atol=1e-6)
+    assert not hasattr(net.__dict__, "_position") and "_position" not in net.__dict__
+    rng = np.random.default_rng(0)
+    img = rng.random(block).astype(np.float32)
+    msk = np.zeros(block, bool)
+    msk[8, 20:23, :] = True
+    ins = "Repair break at center-center-center"
+    r = TopoRefiner(net, HashingEncoder(dim=16), crop_margin=1000)
+    assert np.allclose(r.probabilities(img, msk, ins), r.probabilities(img, msk, ins, crop=False), atol=1e-6)
