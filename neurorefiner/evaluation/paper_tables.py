@@ -56,8 +56,11 @@ def provenance(command: str | None = None) -> dict:
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
     if git("status", "--porcelain", "--untracked-files=no"):
         commit += "+dirty"
+    extra = [a for a in sys.argv[1:] if not a.startswith("experiment=")]
     if command is None:
         command = "python evaluate.py " + " ".join(sys.argv[1:])
+    elif extra and sys.argv[0].endswith("evaluate.py"):
+        command = f"{command} {' '.join(extra)}"  # the overrides this run was given
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return {"command": command, "date": now, "commit": commit}
 
