@@ -21,7 +21,12 @@ from neurorefiner.cli.common import friendly_errors
 def probe_editor(out: Path = typer.Option(Path("experiments/editor"), "--out", help="output folder"),
                  n: int = typer.Option(50, "--n", help="defects per kind"),
                  seed: int = typer.Option(0, "--seed", help="random seed of the defects"),
-                 kinds: str = typer.Option("break,noise,paste,crossing", "--kinds", help="defect kinds"),
+                 kinds: str = typer.Option("break,noise,paste,crossing,real_break,real_noise", "--kinds",
+                                           help="defect kinds (real_*: the segmenter's own errors on the "
+                                                "DIADEM stacks)"),
+                 segmenter: str = typer.Option("unet3d", "--segmenter",
+                                               help="whose cached DIADEM dev masks give the real_* defects "
+                                                    "(neurorefiner init-masks --dataset diadem --split dev)"),
                  stacks: str = typer.Option("OP_1,OP_2,OP_3,OP_4,OP_5,OP_6", "--stacks",
                                             help="DIADEM development stacks ('' for none)"),
                  synthetic: str = typer.Option("synthetic_cwmbs_weak", "--synthetic",
@@ -30,6 +35,9 @@ def probe_editor(out: Path = typer.Option(Path("experiments/editor"), "--out", h
                  size: str = typer.Option("32,64,64", "--size", help="block z,y,x"),
                  checkpoint: Path | None = typer.Option(None, "--checkpoint",
                                                         help="TopoRefineNet checkpoint (default: the shipped one)"),
+                 crop_margin: int = typer.Option(16, "--crop-margin",
+                                                 help="context voxels around the named place the network "
+                                                      "sees; -1 = the whole block"),
                  threads: int = typer.Option(1, "--threads", help="torch threads for the probe"),
                  speed_threads: int = typer.Option(2, "--speed-threads",
                                                    help="torch threads for the 64x128x128 timing (0 = skip)"),
@@ -64,8 +72,27 @@ def probe_editor(out: Path = typer.Option(Path("experiments/editor"), "--out", h
         volumes += ep.load_synthetic(synthetic, synthetic_n, seed=seed)
     if not volumes:
         raise InputError("no data: give --stacks and/or --synthetic")
-    items = ep.make_items(volumes, n, kind_list, block, seed)  # type: ignore[arg-type]
-    refiner = TopoRefiner.load(checkpoint)
+    generated = [k for k in kind_list if k in ep.GENERATED]
+    items = ep.make_items(volumes, n, generated, block, seed)  # type: ignore[arg-type]
+    real = [k for k in kind_list if k in ep.REAL]
+    real_note = ""
+    if real:
+        masks = ep.load_segmenter_masks([v for v in volumes if v.name in stack_list], segmenter)
+        missing = [s for s in stack_list if s not in masks]
+        if not masks:
+            typer.echo(f"no cached {segmenter} masks of {', '.join(stack_list) or 'any DIADEM stack'}: real defects "
+                       f"skipped (neurorefiner init-masks --dataset diadem --split dev --segmenter {segmenter})")
+        else:
+            found = ep.real_items(volumes, masks, n, real, block, seed)  # type: ignore[arg-type]
+            items += found
+            counts = {k: sum(it.kind == k for it in found) for k in real}
+            real_note = (f"Real defects: the {segmenter} masks of {', '.join(sorted(masks))} against gold"
+                         + (f" ({', '.join(missing)}: no cached mask)" if missing else "") + "; "
+                         + ", ".join(f"{c} {k}" for k, c in counts.items()) + " (all the masks hold, up to --n).")
+            typer.echo(real_note)
+    if crop_margin < -1:
+        raise InputError(f"--crop-margin must be >= 0, or -1 for the whole block, got {crop_margin}")
+    refiner = TopoRefiner.load(checkpoint, crop_margin=None if crop_margin == -1 else crop_margin)
     typer.echo(f"{len(items)} defects in {len(volumes)} volumes; editing ...")
 
     def progress(i: int, total: int) -> None:
@@ -86,11 +113,13 @@ def probe_editor(out: Path = typer.Option(Path("experiments/editor"), "--out", h
             else "neurorefiner probe-editor",
             "data": ", ".join(v.name for v in volumes) + (" (synthetic stacks are SYNTHETIC)" if synthetic else ""),
             "size": block, "n_per_kind": n, "kinds": kind_list, "seed": seed,
-            "checkpoint": refiner.source, "decoding_config": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__}}
+            "checkpoint": refiner.source, "crop_margin": refiner.crop_margin, "real": real_note,
+            "decoding_config": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__}}
     paths = ep.write_report(out, rows, summary, meta, speed)
     for label, value, target in ep.headline(summary):
         typer.echo(f"{label:45s} {ep.fmt(value):>7s}  (target {target})")
     if speed:
-        typer.echo(f"64x128x128 edit: raw {speed['raw_s']:.2f} s, decoded {speed['decoded_s']:.2f} s "
-                   f"(ratio {speed['ratio']:.2f})")
+        typer.echo(f"64x128x128 edit: whole-block pass {speed['raw_s']:.2f} s, crop pass {speed['crop_s']:.2f} s "
+                   f"(ratio {speed['crop_ratio']:.2f}), decoded edit {speed['decoded_s']:.2f} s (ratio "
+                   f"{speed['ratio']:.2f}); load average {speed['load_before']:.1f}")
     typer.echo("wrote " + ", ".join(str(p) for p in paths))

@@ -6,12 +6,20 @@ OP_7-OP_9) with the stage-1 generators of :mod:`neurorefiner.defects`:
 * ``break``: a neurite cut by erosion (k in [5, 20]);
 * ``noise``: Gaussian blobs anywhere in the block;
 * ``paste``: a patch of another neuron's gold mask;
-* ``crossing``: blobs in a cell that a true neurite crosses (the case where thresholding cut the tree).
+* ``crossing``: blobs in a cell that a true neurite crosses (the case where thresholding cut the tree);
+* ``real_break`` / ``real_noise`` (:func:`real_items`): the shipped segmenter's own errors on the DIADEM
+  development stacks (its cached initial masks against gold, as the stage-2 miner finds them), put into
+  the gold block one at a time: a real break is a stretch of gold the segmenter's mask misses where its
+  mask is in two pieces (the gold block minus those voxels falls apart, and no one mask component covers
+  both sides), a real noise defect is a piece of the mask away from gold (isolated components and voxels
+  more than 3 voxels from gold). Their shapes, sizes and places (where the image is faint or misleading)
+  are the segmenter's; each is edited alone, so the figures stay per defect.
 
 Each defect is edited three times, with the correct instruction, the same operation at a wrong place
 (:meth:`Instruction.elsewhere`) and the opposite operation at the right place
-(:meth:`Instruction.opposite`); one network pass per instruction is decoded both ways (raw = threshold +
-confinement, topology = :mod:`neurorefiner.inference.decoding`). The mask outside the block is the gold
+(:meth:`Instruction.opposite`), decoded both ways: raw = threshold + confinement of the network's pass on
+the whole block, topology = :mod:`neurorefiner.inference.decoding` of its pass on the crop around the
+named place, as :meth:`TopoRefiner.edit_result` runs them. The mask outside the block is the gold
 mask, given to the decoding as context (a halo), as the agents' loop would pass the current mask.
 
 Per edit: changed (any voxel), reconnected (block Betti-0 down to gold's), share of the gap filled,
@@ -39,7 +47,10 @@ from neurorefiner.defects.breaks import Defect
 from neurorefiner.defects.noise import gaussian_blobs
 from neurorefiner.topology.instructions import Instruction
 
-KINDS = ("break", "noise", "paste", "crossing")
+KINDS = ("break", "noise", "paste", "crossing", "real_break", "real_noise")
+GENERATED = ("break", "noise", "paste", "crossing")
+REAL = ("real_break", "real_noise")
+BREAK_KINDS = ("break", "real_break")
 VARIANTS = ("correct", "wrong_location", "opposite")
 DECODINGS = ("raw", "topology")
 DEV_STACKS = ("OP_1", "OP_2", "OP_3", "OP_4", "OP_5", "OP_6")
@@ -175,6 +186,8 @@ def make_item(vol: ProbeVolume, kind: str, rng: np.random.Generator, size: Tripl
             defect = paste_annotation(gold, rng, [src])
         elif kind == "crossing":
             defect = crossing_noise(gold, rng)
+        elif kind in REAL:
+            raise ValueError(f"{kind!r} defects come from a segmenter's masks: use real_items")
         else:
             raise ValueError(f"unknown defect kind {kind!r}; known: {KINDS}")
         if defect is None:
@@ -199,6 +212,137 @@ def make_items(volumes: Sequence[ProbeVolume], n_per_kind: int = 50, kinds: Sequ
             rng = np.random.default_rng([seed, ki, i])
             others = [v for v in volumes if v.name != vol.name] or [vol]
             item = make_item(vol, kind, rng, size, others)
+            if item is not None:
+                items.append(item)
+                made += 1
+    return items
+
+
+# ------------------------------------------------------------------------------------------ real defects
+def load_segmenter_masks(volumes: Sequence[ProbeVolume], segmenter: str = "unet3d",
+                         root: str | Path | None = None) -> dict[str, np.ndarray]:
+    """The segmenter's cached initial masks of the DIADEM volumes (``neurorefiner init-masks --dataset
+    diadem --split dev --segmenter <segmenter>`` writes them), by volume name; volumes without one are
+    left out (the caller says so)."""
+    from neurorefiner.io import read_mask
+    from neurorefiner.paths import init_mask_dir
+
+    folder = init_mask_dir("diadem", segmenter, root)
+    out = {}
+    for vol in volumes:
+        if vol.name in HELD_OUT:
+            raise ValueError(f"{vol.name} is a held-out test stack: never probe or tune on it")
+        path = folder / f"{vol.name}.tif"
+        if path.exists():
+            mask = np.asarray(read_mask(path).load(), dtype=bool)
+            if mask.shape == vol.gold.shape:
+                out[vol.name] = mask
+    return out
+
+
+def _mask_parted(mask: np.ndarray, gold: np.ndarray, piece: np.ndarray) -> bool:
+    """Does ``mask`` leave the gold on the two sides of ``piece`` (gold voxels it misses) in different
+    mask components: the gold pieces next to ``piece`` do not all meet one mask component (within one
+    voxel), or one of them meets none."""
+    from scipy import ndimage as ndi
+
+    rest = gold & ~piece
+    sides = cc3d.connected_components(np.ascontiguousarray(rest), connectivity=26)
+    near = ndi.binary_dilation(piece, np.ones((3, 3, 3), bool), iterations=2)
+    ends = [k for k in np.unique(sides[near & rest]) if k > 0]
+    if len(ends) < 2:
+        return False
+    mlab = cc3d.connected_components(np.ascontiguousarray(mask), connectivity=26)
+    grown = ndi.grey_dilation(mlab, size=(3, 3, 3))
+    sets = [set(np.unique(grown[(sides == k) & near]).tolist()) - {0} for k in ends]
+    if any(not s for s in sets):
+        return True
+    return not set.intersection(*sets)
+
+
+def find_real_defects(vol: ProbeVolume, mask: np.ndarray, min_break: int = 4, min_noise: int = 10,
+                      pad: int = 6) -> list[tuple[str, np.ndarray]]:
+    """The segmenter's breaks and noise in one volume: (kind, flat voxel indices), breaks first."""
+    from neurorefiner.data.datamodules.stage2 import error_components
+
+    out: list[tuple[str, np.ndarray]] = []
+    missed = vol.gold & ~mask
+    labels, n = cc3d.connected_components(np.ascontiguousarray(missed), connectivity=26, return_N=True)
+    boxes = cc3d.statistics(labels)["bounding_boxes"]
+    for k in range(1, n + 1):
+        box = tuple(slice(max(0, b.start - pad), b.stop + pad) for b in boxes[k])
+        piece = labels[box] == k
+        if int(piece.sum()) < min_break:
+            continue
+        gold = vol.gold[box]
+        if betti0(gold & ~piece) > betti0(gold) and _mask_parted(mask[box], gold, piece):
+            local = np.nonzero(piece)
+            at = tuple(ix + b.start for ix, b in zip(local, box, strict=True))
+            out.append(("real_break", np.ravel_multi_index(at, labels.shape)))
+    for kind, comp in error_components(mask, vol.gold, tolerance=1, min_voxels=min_noise, fp_tolerance=3):
+        if kind == "fp":
+            out.append(("real_noise", np.flatnonzero(comp)))
+    return out
+
+
+def real_item(vol: ProbeVolume, kind: str, voxels: np.ndarray, rng: np.random.Generator, size: Triple,
+              halo: int = 2, min_inside: float = 0.9) -> ProbeItem | None:
+    """A block of ``size`` around one real defect (centred on it, jittered by up to an eighth of the
+    block), the defect put into the gold block alone; None when the block cannot hold most of it or the
+    break does not part the gold block."""
+
+    coords = np.stack(np.unravel_index(voxels, vol.gold.shape), axis=1)
+    centre = coords.mean(axis=0)
+    start = []
+    for c, s, n in zip(centre, size, vol.gold.shape, strict=True):
+        a = int(round(c)) - s // 2 + int(rng.integers(-(s // 8), s // 8 + 1))
+        start.append(int(np.clip(a, 0, n - s)) if n >= s else (n - s) // 2)
+    inside = np.all((coords >= start) & (coords < np.add(start, size)), axis=1)
+    if inside.mean() < min_inside:
+        return None
+    defect = np.zeros(size, dtype=bool)
+    defect[tuple((coords[inside] - start).T)] = True
+    gold = crop(vol.gold, start, size)
+    if kind == "real_break":
+        mask = gold & ~defect
+        if not (gold & defect).any() or betti0(mask) <= betti0(gold):
+            return None
+        ins = describe_change(gold & defect, "fn")
+    else:
+        defect &= ~gold
+        if defect.sum() < 1:
+            return None
+        mask = gold | defect
+        ins = describe_change(defect, "fp")
+    context = crop(vol.gold, [s - halo for s in start], [s + 2 * halo for s in size])
+    context[halo:-halo, halo:-halo, halo:-halo] = mask
+    return ProbeItem(vol.name, kind, tuple(start), crop(vol.image, start, size), gold, mask, ins, context)
+
+
+def real_items(volumes: Sequence[ProbeVolume], masks: dict[str, np.ndarray], n_per_kind: int = 50,
+               kinds: Sequence[str] = REAL, size: Triple = (32, 64, 64), seed: int = 0) -> list[ProbeItem]:
+    """Up to ``n_per_kind`` real defects of each kind from the segmenter's ``masks``, drawn round-robin
+    over the volumes in a seeded order (fewer when the masks hold fewer)."""
+    found: dict[str, list[list[np.ndarray]]] = {k: [] for k in kinds}
+    for vol in volumes:
+        if vol.name not in masks:
+            continue
+        defects = find_real_defects(vol, masks[vol.name])
+        for kind in kinds:
+            found[kind].append([v for k, v in defects if k == kind])
+    items: list[ProbeItem] = []
+    names = [v for v in volumes if v.name in masks]
+    for ki, kind in enumerate(kinds):
+        rng = np.random.default_rng([seed, 101, ki])
+        queues = [list(rng.permutation(len(lst))) for lst in found[kind]]
+        made, turn = 0, 0
+        while made < n_per_kind and any(queues):
+            qi = turn % len(queues)
+            turn += 1
+            if not queues[qi]:
+                continue
+            j = int(queues[qi].pop(0))
+            item = real_item(names[qi], kind, found[kind][qi][j], rng, size)
             if item is not None:
                 items.append(item)
                 made += 1
@@ -244,15 +388,17 @@ def probe(refiner: Any, items: Sequence[ProbeItem], variants: Sequence[str] = VA
         for variant in variants:
             ins = {"correct": item.instruction, "wrong_location": item.instruction.elsewhere(),
                    "opposite": item.instruction.opposite()}[variant]
-            t0 = time.perf_counter()
-            prob = refiner.probabilities(item.image, item.mask, ins)
-            net_s = time.perf_counter() - t0
+            probs, net_s = {}, {}
+            for decoding in DECODINGS:  # raw: the whole block; topology: the crop the refiner's edit uses
+                t0 = time.perf_counter()
+                probs[decoding] = refiner.probabilities(item.image, item.mask, ins, crop=decoding == "topology")
+                net_s[decoding] = time.perf_counter() - t0
             for decoding in DECODINGS:
                 t1 = time.perf_counter()
-                res = refiner.decode_probabilities(item.image, item.mask, ins, prob, context=item.context,
-                                                   decoding=decoding)
+                res = refiner.decode_probabilities(item.image, item.mask, ins, probs[decoding],
+                                                   context=item.context, decoding=decoding)
                 row = {"item": i, "volume": item.volume, "kind": item.kind, "variant": variant,
-                       "decoding": decoding, "instruction": ins.format(), "network_s": round(net_s, 4),
+                       "decoding": decoding, "instruction": ins.format(), "network_s": round(net_s[decoding], 4),
                        "decode_s": round(time.perf_counter() - t1, 4), "reason": res.reason,
                        "join_length": res.joins[-1].length if res.joins else None,
                        "join_darkness": round(res.joins[-1].darkness, 3) if res.joins else None}
@@ -283,7 +429,7 @@ def summarize(rows: Sequence[dict[str, Any]], noise_done: float = 0.9) -> list[d
                              "false_merge": _mean(r["false_merge"] for r in rs),
                              "reconnected": None, "gap_filled": None, "noise_removed": None,
                              "noise_removed_share": None}
-        if kind == "break":
+        if kind in BREAK_KINDS:
             s["reconnected"] = _mean(r["reconnected"] for r in rs)
             s["gap_filled"] = _mean(r["gap_filled"] for r in rs)
         else:
@@ -296,19 +442,38 @@ def summarize(rows: Sequence[dict[str, Any]], noise_done: float = 0.9) -> list[d
 # ---------------------------------------------------------------------------------------------- speed
 def time_edit(refiner: Any, image: np.ndarray, mask: np.ndarray, instruction: str | Instruction,
               context: Any = None, repeats: int = 3) -> dict[str, float]:
-    """Median seconds of the raw network pass and of one decoded edit (network + decoding) on a block,
-    measured in the same process (the first, warm-up pass is not counted)."""
-    refiner.probabilities(image, mask, instruction)
-    raw, decoded = [], []
+    """Median seconds (wall clock and process CPU time) of the network pass on the whole block
+    (``raw_s``), the network pass on the crop around the named place the refiner uses (``crop_s``; the
+    whole block when its ``crop_margin`` is None) and one decoded edit (network on the crop + decoding,
+    ``decoded_s``), measured interleaved in the same process (the first, warm-up passes are not
+    counted), with the 1-minute load average before and after (a shared machine's load inflates wall
+    times; the ratios are the comparable figures)."""
+    import os
+
+    steps = {"raw": lambda: refiner.probabilities(image, mask, instruction, crop=False),
+             "crop": lambda: refiner.probabilities(image, mask, instruction),
+             "decoded": lambda: refiner.edit_result(image, mask, instruction, context=context)}
+    for fn in steps.values():
+        fn()
+    load = [os.getloadavg()[0]]
+    wall: dict[str, list[float]] = {k: [] for k in steps}
+    cpu: dict[str, list[float]] = {k: [] for k in steps}
     for _ in range(repeats):
-        t = time.perf_counter()
-        refiner.probabilities(image, mask, instruction)
-        raw.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        refiner.edit_result(image, mask, instruction, context=context)
-        decoded.append(time.perf_counter() - t)
-    r, d = float(np.median(raw)), float(np.median(decoded))
-    return {"raw_s": r, "decoded_s": d, "ratio": d / r if r > 0 else float("nan")}
+        for name, fn in steps.items():
+            t, c = time.perf_counter(), time.process_time()
+            fn()
+            wall[name].append(time.perf_counter() - t)
+            cpu[name].append(time.process_time() - c)
+    load.append(os.getloadavg()[0])
+    out: dict[str, float] = {}
+    for name in steps:
+        out[f"{name}_s"] = float(np.median(wall[name]))
+        out[f"{name}_cpu_s"] = float(np.median(cpu[name]))
+    r = out["raw_s"]
+    out["ratio"] = out["decoded_s"] / r if r > 0 else float("nan")
+    out["crop_ratio"] = out["crop_s"] / r if r > 0 else float("nan")
+    out["load_before"], out["load_after"] = load
+    return out
 
 
 def time_break_edit(refiner: Any, volumes: Sequence[ProbeVolume], shape: Triple = (64, 128, 128),
@@ -364,6 +529,13 @@ TARGETS = [  # (label, kind, variant, decoding, field, target text)
     ("crossing: edits removing no true voxel", "crossing", "correct", "topology", "true_removed_zero",
      "1.00"),
     ("raw network gap filled", "break", "correct", "raw", "gap_filled", ">= 0.60"),
+    ("real breaks (segmenter) reconnected", "real_break", "correct", "topology", "reconnected", ">= 0.90"),
+    ("real breaks (segmenter) gap filled", "real_break", "correct", "topology", "gap_filled", ">= 0.80"),
+    ("real breaks (segmenter) false merges", "real_break", "correct", "topology", "false_merge", "<= 0.02"),
+    ("real breaks (segmenter) raw gap filled", "real_break", "correct", "raw", "gap_filled", ">= 0.60"),
+    ("real noise (segmenter) removed", "real_noise", "correct", "topology", "noise_removed", ">= 0.95"),
+    ("real noise (segmenter): edits removing no true voxel", "real_noise", "correct", "topology",
+     "true_removed_zero", "1.00"),
 ]
 
 
@@ -410,10 +582,14 @@ def write_report(out_dir: Path, rows: Sequence[dict[str, Any]], summary: Sequenc
              f"Made {meta['date']} at commit {meta['commit']} by `{meta['command']}`.", "",
              f"Data (development only): {meta['data']}. Blocks {meta['size']} (z, y, x), {meta['n_per_kind']} "
              f"defects per kind ({', '.join(meta['kinds'])}), seed {meta['seed']}; checkpoint "
-             f"`{meta['checkpoint']}`; decoding settings {meta['decoding_config']}.", "",
+             f"`{meta['checkpoint']}`; network pass on a crop of {meta.get('crop_margin')} context voxels around "
+             f"the named place (None = the whole block); decoding settings {meta['decoding_config']}.", "",
+             *([meta["real"], ""] if meta.get("real") else []),
              "Each defect is edited with the correct instruction, the same operation at a wrong place and the "
-             "opposite operation at the right place; one network pass per instruction, decoded raw (threshold "
-             "+ confinement) and by topology. `unchanged` = share of edits that left the block as it was; "
+             "opposite operation at the right place, decoded raw (threshold + confinement of the network's "
+             "pass on the whole block) and by topology (the network's pass on the crop around the named place, "
+             "as the editor runs it). Real kinds are the segmenter's own breaks and noise against gold, put "
+             "into the gold block one at a time. `unchanged` = share of edits that left the block as it was; "
              "`reconnected` = block Betti-0 down to gold's; `gap_filled` = share of the cut voxels restored; "
              "`false_merge` = share of edits joining gold components the input kept apart; `noise_removed` = "
              "share of edits removing >= 90 % of the noise voxels (`noise_removed_share`: mean share); "
@@ -424,8 +600,16 @@ def write_report(out_dir: Path, rows: Sequence[dict[str, Any]], summary: Sequenc
     if speed:
         lines += ["", "## Speed", "",
                   f"One edit of a {speed.get('shape')} block on {speed.get('threads')} torch thread(s) (median "
-                  f"of {speed.get('repeats')}): raw network pass {speed['raw_s']:.2f} s, decoded edit (network + "
-                  f"decoding) {speed['decoded_s']:.2f} s, ratio {speed['ratio']:.2f} (target: decoded < 1.5 s)."]
+                  f"of {speed.get('repeats')}, interleaved; 1-minute load average {speed.get('load_before', 0):.1f}"
+                  f" -> {speed.get('load_after', 0):.1f} on this shared machine, so wall times are inflated "
+                  "and the ratios are the comparable figures):", "",
+                  "| step | wall s | CPU s | wall / whole-block pass |", "|---|---|---|---|",
+                  f"| network pass, whole block | {speed['raw_s']:.2f} | {speed.get('raw_cpu_s', 0):.2f} | 1.00 |",
+                  f"| network pass, crop around the named place | {speed.get('crop_s', 0):.2f} | "
+                  f"{speed.get('crop_cpu_s', 0):.2f} | {speed.get('crop_ratio', 0):.2f} |",
+                  f"| decoded edit (crop pass + decoding) | {speed['decoded_s']:.2f} | "
+                  f"{speed.get('decoded_cpu_s', 0):.2f} | {speed['ratio']:.2f} |", "",
+                  "Target: decoded edit < 1.5 s on 2 cores."]
     lines += ["", "## All figures", "", "| " + " | ".join(SUMMARY_FIELDS) + " |",
               "|" + "---|" * len(SUMMARY_FIELDS)]
     lines += ["| " + " | ".join(fmt(s.get(k)) for k in SUMMARY_FIELDS) + " |" for s in summary]

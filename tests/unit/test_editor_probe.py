@@ -38,7 +38,7 @@ class _KeepMask(torch.nn.Module):
         return torch.softmax(logits, dim=1)[:, 1:2]
 
 
-@pytest.mark.parametrize("kind", ep.KINDS)
+@pytest.mark.parametrize("kind", ep.GENERATED)
 def test_items_of_every_kind_hold_their_defect_and_context(kind):
     vol = lines_volume()
     items = ep.make_items([vol], n_per_kind=3, kinds=[kind], size=(16, 48, 48), seed=0)
@@ -98,12 +98,23 @@ def test_probe_summary_and_report(tmp_path: Path):
     meta = {"date": ep.today(), "commit": "abc1234", "command": "neurorefiner probe-editor", "data": "lines",
             "size": (16, 48, 48), "n_per_kind": 1, "kinds": ["break", "noise"], "seed": 1, "checkpoint": "-",
             "decoding_config": {}}
-    paths = ep.write_report(tmp_path, rows, summary, meta, {"raw_s": 1.0, "decoded_s": 1.2, "ratio": 1.2,
-                                                           "shape": "64 x 128 x 128", "threads": 2, "repeats": 3})
+    speed = {"raw_s": 1.0, "crop_s": 0.3, "decoded_s": 0.4, "ratio": 0.4, "crop_ratio": 0.3, "load_before": 9.5,
+             "load_after": 9.0, "shape": "64 x 128 x 128", "threads": 2, "repeats": 3}
+    paths = ep.write_report(tmp_path, rows, summary, meta, speed)
     md = (tmp_path / "editor_probe.md").read_text()
-    assert "abc1234" in md and "breaks reconnected" in md and "ratio 1.20" in md
+    assert "abc1234" in md and "breaks reconnected" in md
+    assert "| network pass, crop around the named place | 0.30 |" in md and "load average 9.5" in md
     assert "abc1234" in (tmp_path / "editor_probe.csv").read_text().splitlines()[1]
     assert len(paths) == 3
+
+
+def test_time_edit_measures_whole_block_crop_and_decoded_edit():
+    vol = lines_volume()
+    item = ep.make_items([vol], n_per_kind=1, kinds=["break"], size=(16, 48, 48), seed=1)[0]
+    refiner = TopoRefiner(_KeepMask(), HashingEncoder(dim=16))
+    t = ep.time_edit(refiner, item.image, item.mask, item.instruction, context=item.context, repeats=1)
+    for key in ("raw_s", "crop_s", "decoded_s", "raw_cpu_s", "crop_ratio", "ratio", "load_before"):
+        assert key in t and t[key] >= 0
 
 
 def test_probe_refuses_the_held_out_stacks():
@@ -113,3 +124,34 @@ def test_probe_refuses_the_held_out_stacks():
 
     res = CliRunner().invoke(app, ["probe-editor", "--stacks", "OP_9", "--synthetic", ""])
     assert res.exit_code == 2 and "held-out" in res.output
+
+
+def test_real_defects_are_the_segmenters_breaks_and_noise_put_into_gold_one_at_a_time():
+    vol = lines_volume()
+    seg = vol.gold.copy()
+    seg[12, 30:33, 20:26] = False  # the segmenter misses a stretch: its mask is in two pieces there
+    seg[8, 40:60, 61] = False  # misses the middle of a neurite's width only: no break
+    seg[18:21, 70:73, 20:23] = True  # and finds a blob away from gold
+    found = ep.find_real_defects(vol, seg)
+    kinds = [k for k, _ in found]
+    assert kinds.count("real_break") == 1 and kinds.count("real_noise") == 1
+    brk = next(v for k, v in found if k == "real_break")
+    assert set(np.unravel_index(brk, vol.gold.shape)[2]) == set(range(20, 26))
+    items = ep.real_items([vol], {"lines": seg}, n_per_kind=5, size=(16, 48, 48), seed=0)
+    assert [it.kind for it in items] == ["real_break", "real_noise"]
+    b, n = items
+    assert betti0(b.mask) > betti0(b.gold) and b.instruction.op in ("repair", "connect")
+    assert int((b.gold & ~b.mask).sum()) == 18 and not (b.mask & ~b.gold).any()
+    assert int((n.mask & ~n.gold).sum()) == 27 and n.instruction.op == "remove"
+    assert np.array_equal(n.context[2:-2, 2:-2, 2:-2], n.mask)
+    summary = ep.summarize(ep.probe(TopoRefiner(_KeepMask(), HashingEncoder(dim=16)), items))
+    key = ("real_break", "correct", "raw")
+    real_break = next(s for s in summary if (s["kind"], s["variant"], s["decoding"]) == key)
+    assert real_break["reconnected"] == 0.0 and real_break["gap_filled"] == 0.0
+
+
+def test_real_defects_never_come_from_the_held_out_stacks():
+    vol = lines_volume()
+    vol.name = "OP_8"
+    with pytest.raises(ValueError, match="held-out"):
+        ep.load_segmenter_masks([vol])
