@@ -85,6 +85,13 @@ class DecodingConfig:
             gap; noise blobs are larger). 0 = none.
         min_elongation: length along the main direction over the cube root of the volume from which a
             piece counts as a stretch of neurite.
+        absorb_gap: after a bridge is painted, small pieces left in the gap (the slivers a break leaves:
+            not join targets themselves, too small or not anchored) within this many voxels of the
+            joined structure *and* of the voxels the bridge painted are attached to it by a short tube:
+            they are waypoints of the bridge, and a break is only repaired when they are part of it. 0 = never
+            (the default: on 20 seed-0 probe breaks, 3 voxels reconnected one more break and made one
+            more false merge).
+        absorb_size: largest piece (voxels) that is absorbed this way.
     """
 
     threshold: float = 0.5
@@ -108,6 +115,8 @@ class DecodingConfig:
     max_radius: float = 3.0
     max_sliver: int = 0
     outside_cost: float = 1.0
+    absorb_gap: int = 0
+    absorb_size: int = 30
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold < 1.0:
@@ -464,6 +473,47 @@ def _tube(path: np.ndarray, radii: tuple[float, float, float]) -> np.ndarray:
     return ndi.distance_transform_edt(~path, sampling=sampling) <= 1.0
 
 
+def _absorb_slivers(out: np.ndarray, before: np.ndarray, box: tuple[slice, ...], search: np.ndarray,
+                    joins: Sequence[Join], cfg: DecodingConfig) -> int:
+    """Attach (in ``out``) the small pieces a break left in its gap to the bridged structure: pieces of at
+    most ``absorb_size`` voxels inside the search room, within ``absorb_gap`` voxels of the component the
+    bridges joined and of the voxels they painted, each by a straight tube (the bridges' radius) to the
+    nearest voxel of that component. How many were attached."""
+    o = out[box]
+    painted = o & ~before[box]
+    labels, n = _labels(o)
+    joined = np.unique(labels[painted])
+    joined = joined[joined > 0]
+    if n < 2 or not len(joined):
+        return 0
+    main = np.isin(labels, joined)
+    size = np.bincount(labels.ravel(), minlength=n + 1)
+    dist, nearest = ndi.distance_transform_edt(~main, return_indices=True)
+    near_bridge = ndi.distance_transform_edt(~painted) <= cfg.absorb_gap
+    done = [j for j in joins if j.painted]
+    radii = tuple(min(j.radii[a] for j in done) + cfg.tube_pad for a in range(3))
+    attached = 0
+    for k in range(1, n + 1):
+        if k in joined or size[k] > cfg.absorb_size:
+            continue
+        piece = labels == k
+        if not search[piece].all() or not near_bridge[piece].any():
+            continue
+        at = np.argwhere(piece)
+        d = dist[tuple(at.T)]
+        i = int(np.argmin(d))
+        if d[i] > cfg.absorb_gap + 1:
+            continue
+        src = tuple(int(c) for c in at[i])
+        dst = tuple(int(nearest[a][src]) for a in range(3))
+        line = _line(src, dst, o.shape)
+        new = line & ~o
+        if new.any():
+            o[(_tube(new, radii) & search) | new] = True
+        attached += 1
+    return attached
+
+
 def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None, instruction: Instruction,
                    config: DecodingConfig | Mapping[str, Any] | None = None,
                    context: Context = None) -> EditResult:
@@ -585,11 +635,15 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
         if instruction.op == "repair":
             start_groups.add(g)
             end_groups.add(g)
+    absorbed = 0
+    if painted_any and cfg.absorb_gap > 0:
+        absorbed = _absorb_slivers(out, mask, box, search[box], joins, cfg)
     result = EditResult.from_masks(mask, out, "", op=instruction.op, joins=joins)
     if painted_any:
         done = [j for j in joins if j.painted]
         result.reason = (f"joined {len(done)} gap(s) of " + ", ".join(str(j.length) for j in done)
-                         + f" voxels; painted {result.added_voxels} voxels")
+                         + f" voxels; painted {result.added_voxels} voxels"
+                         + (f"; attached {absorbed} piece(s) left in the gap" if absorbed else ""))
     elif not joins:
         result.reason = "nothing to connect: no pair of components at the two named places"
     else:

@@ -244,3 +244,24 @@ def test_a_bridge_next_to_a_soma_is_painted_at_the_neurite_radius_not_the_soma_r
     res = decode(mask, mask.astype(np.float32), image, Instruction("repair", "center-center-center"))
     assert res.changed and all(r <= DecodingConfig().max_radius for r in res.joins[0].radii)
     assert res.added_voxels <= 7 * 7 * 9
+
+
+def test_a_sliver_left_in_the_gap_is_attached_to_the_bridge():
+    # a neurite cut over x 10-19, with a 2-voxel sliver of a side branch left four rows off the line
+    true = np.zeros(SHAPE, bool)
+    true[6, 15, :] = True
+    true[6, 15:20, 14:16] = True
+    cut = true.copy()
+    cut[6, 15, 10:20] = False
+    cut[6, 15:19, 14:16] = False  # the sliver is what is left: (6, 19, 14:16)
+    assert betti0(cut) == 3
+    image = true.astype(np.float32) * 0.8
+    ins = Instruction("repair", "center-center-center")
+    res = decode(cut, cut.astype(np.float32), image, ins, {"absorb_gap": 3})
+    assert betti0(res.mask) == 1 and "attached 1 piece" in res.reason
+    off = decode(cut, cut.astype(np.float32), image, ins)
+    assert betti0(off.mask) == 2  # the sliver is no join target (too small): left alone without absorbing
+    # nothing was bridged: nothing is attached either
+    lone = decode(cut, cut.astype(np.float32), np.zeros(SHAPE, np.float32), ins,
+                  {"max_darkness": 0.0, "absorb_gap": 3})
+    assert not lone.changed
