@@ -96,7 +96,8 @@ def collect(rows: Sequence[dict], specs: Sequence[dict], protocol: str | None, m
     for spec in specs:
         sel = [r for r in rows if _matches(r, spec, protocol)]
         s: dict = {"label": spec.get("label", spec["method"]), "method": spec["method"], "n": len(sel),
-                   "marks": dict(spec.get("marks") or {}), "x": spec.get("x")}
+                   "marks": dict(spec.get("marks") or {}), "x": spec.get("x"),
+                   "runs": sorted({(str(r.get("method_key", "")), str(r["case"])) for r in sel})}
         for m in metrics:
             vals = _finite([r.get(m) for r in sel])
             s[m] = sum(vals) / len(vals) if vals else float("nan")
@@ -162,9 +163,10 @@ def markdown(summaries: Sequence[dict], metrics: Sequence[str], columns: Sequenc
     return "\n".join(lines) + "\n"
 
 
-def edit_shares(summaries: Sequence[dict]) -> str:
+def edit_shares(summaries: Sequence[dict], trace_root: Path | None = None) -> str:
     """The agents' edits of each row that ran the loop: validator verdicts (accepted / rejected tries) and
-    defects (fixed / escalated to a person). ``edits_accepted`` counts both an accepted try and a fixed defect."""
+    defects (fixed / escalated to a person); ``edits_accepted`` counts both an accepted try and a fixed defect.
+    With ``trace_root``, also how many editor calls changed any voxel (read from the traces)."""
     lines = []
     for s in summaries:
         if "edits_accepted" not in s:
@@ -173,7 +175,34 @@ def edit_shares(summaries: Sequence[dict]) -> str:
         lines.append(f"- {s['label']}: edits tried {acc + rej}: accepted {acc} ({_pct(_share(acc, acc + rej))}), "
                      f"rejected {rej} ({_pct(_share(rej, acc + rej))}); defects worked on {acc + esc}: fixed {acc}, "
                      f"escalated {esc} ({_pct(_share(esc, acc + esc))})")
+        ch = editor_changes(trace_root, s) if trace_root is not None else None
+        if ch is not None:
+            lines[-1] += f"; editor calls that changed any voxel: {ch[1]} of {ch[0]} (from the traces)"
     return "\n".join(lines)
+
+
+def editor_changes(trace_root: Path, summary: dict) -> tuple[int, int] | None:
+    """(editor calls, calls that changed any voxel) in the traces of a summary's volumes, or None without
+    traces (``<trace_root>/<method>-<method_key>/<case>.jsonl``, as the runner writes them)."""
+    import json
+
+    calls = changed = 0
+    found = False
+    for key, case in summary.get("runs", []):
+        path = trace_root / f"{summary['method']}-{key}" / f"{case}.jsonl"
+        if not path.exists():
+            continue
+        found = True
+        with open(path) as fh:
+            for line in fh:
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if rec.get("role") == "editor" and isinstance(rec.get("decision"), dict):
+                    calls += 1
+                    changed += (rec["decision"].get("added", 0) + rec["decision"].get("removed", 0)) > 0
+    return (calls, changed) if found else None
 
 
 def _share(a: float, b: float) -> float:
@@ -244,7 +273,7 @@ def write_paper_table(cfg: DictConfig, rows: Sequence[dict], dataset: Any) -> di
     prov = provenance(spec.get("command"))
     dataset_name = getattr(dataset, "name", str(dataset))
     text = _header(spec, dataset_name, str(cfg.split), prov) + markdown(summaries, metrics, columns, extra)
-    shares = edit_shares(summaries)
+    shares = edit_shares(summaries, Path(cfg.out_dir) / "traces")
     if shares:
         text += "\nEdits in the agents' traces (per volume, summed):\n\n" + shares + "\n"
     missing = [s["label"] for s in summaries if not s["n"]]

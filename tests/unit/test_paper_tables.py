@@ -78,3 +78,18 @@ def test_written_files_say_where_they_come_from(tmp_path: Path) -> None:
 def test_not_run_table_lists_every_row_with_the_reason(tmp_path: Path) -> None:
     md = write_not_run(_cfg(tmp_path), "diadem", "no VLM server at http://x").read_text()
     assert md.count("not run: no VLM server at http://x") == len(SPECS)
+
+
+def test_editor_calls_that_changed_voxels_are_read_from_the_traces(tmp_path: Path) -> None:
+    import json
+
+    from neurorefiner.evaluation.paper_tables import edit_shares
+
+    rows = [{**r, "method_key": "k1"} for r in _rows()]
+    trace = tmp_path / "traces" / "neurorefiner-k1"
+    trace.mkdir(parents=True)
+    recs = [{"role": "editor", "decision": {"added": 3, "removed": 0}},
+            {"role": "editor", "decision": {"added": 0, "removed": 0}}, {"role": "validator", "decision": {}}]
+    (trace / "a.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    text = edit_shares(collect(rows, SPECS, "root_seeded", ["F1"]), tmp_path / "traces")
+    assert "editor calls that changed any voxel: 1 of 2" in text
