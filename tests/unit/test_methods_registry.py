@@ -102,3 +102,19 @@ def test_cases_selects_volumes_by_name(tmp_path: Path, monkeypatch: pytest.Monke
 
     with pytest.raises(InputError, match="not in split"):
         _run(_cfg(tmp_path, "methods=[gold_mask]", "cases=[nope]"), tmp_path, monkeypatch)
+
+
+TABLES = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml") if p.stem.startswith(("table_", "figure_")))
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_every_table_config_composes_and_names_known_methods(name: str) -> None:
+    from neurorefiner.evaluation.methods import build_method, method_node
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+        cfg = compose(config_name="evaluate", overrides=[f"experiment={name}", "paths.output_dir=/tmp/nr-test-out"])
+    assert cfg.table.name == name and cfg.table.rows
+    assert ("synthetic" in name) == cfg.dataset.name.startswith("synthetic")
+    for method in cfg.methods:
+        assert callable(build_method(method_node(cfg, str(method)))), method
+    assert {r.method for r in cfg.table.rows} >= set(cfg.methods)
