@@ -200,8 +200,9 @@ def _training_lines(meta: dict) -> list[str]:
             *([f"- output layer started at foreground probability {meta['foreground_prior']:g} "
                "(`neurorefiner.models.segmenters.output_prior`)"] if meta.get("foreground_prior") else []),
             (f"- validation (sliding window, threshold 0.5): Dice {metrics.get('val/dice', float('nan')):.4f}, "
-             f"clDice {metrics.get('val/cldice', float('nan')):.4f}; best validation Dice "
-             f"{metrics.get('best_val_dice', float('nan')):.4f}" if meta.get("val_cases") else
+             f"clDice {metrics.get('val/cldice', float('nan')):.4f}"
+             + (f"; best validation Dice {metrics['best_val_dice']:.4f}" if "best_val_dice" in metrics
+                else " (the last validation)") if meta.get("val_cases") else
              "- validation: none (every dev case trained the network)"),
             *([f"- checkpoint picked by validation APP2 F1 from the gold root (threshold 0.5): best "
                f"{metrics.get('best_val_trace_f1', float('nan')):.4f}"] if meta.get("picked_by") == "val/trace_f1"

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SYNTHETIC stand-ins in the paper's regime (generated data, never BigNeuron/CWMBS/ZBFWB results).
+# Per preset: train the shipped CPU 3D U-Net (its experiment config; checkpoint picked by val APP2 F1),
+# choose its threshold on the val split (recorded in the checkpoint), write the initial masks of the val and
+# test splits, score the test split with the U-Net's initial masks and with the naive floor (Otsu), both
+# protocols (full_volume, root_seeded), and collect the rows beside the paper's rows.
+#
+#   bash experiments/standins/run.sh                                   # every preset, every step
+#   PRESETS="synthetic_zbfwb" STEPS="choose masks eval" bash experiments/standins/run.sh
+#   STEPS=visibility bash experiments/standins/run.sh                  # the realism report's visibility part
+#   STEPS=table bash experiments/standins/run.sh                       # only rebuild the table
+#   TEST_CASES=2 PRESETS=synthetic_zbfwb STEPS=eval bash ...          # score only the first 2 test volumes
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY=${PY:-.venv/bin/python}
+NR=${NR:-.venv/bin/neurorefiner}
+export WANDB_MODE=offline OMP_NUM_THREADS=1
+PRESETS=${PRESETS:-"synthetic_cwmbs_weak synthetic_cwmbs_noise synthetic_bigneuron synthetic_zbfwb"}
+STEPS=${STEPS:-"visibility train choose card masks eval table"}
+OUT=experiments/standins
+for step in $STEPS; do
+  case $step in
+    visibility)
+      $PY -m neurorefiner.cli.visibility --out experiments/synthetic_realism/results ;;
+    train)
+      for p in $PRESETS; do $PY train.py experiment="unet3d_${p}_cpu"; done ;;
+    choose)
+      for p in $PRESETS; do
+        $NR choose-postprocess --dataset "$p" --arch unet3d --model "checkpoints/segmenters/unet3d_${p}_cpu.pt" \
+          --threshold 0.3 --threshold 0.4 --threshold 0.5 --threshold 0.6 --bridge 0 --out "$OUT/postprocess" --record
+      done ;;
+    card)
+      $PY experiments/standins/card.py $PRESETS ;;
+    masks)
+      for p in $PRESETS; do
+        for split in ${MASK_SPLITS:-test val}; do
+          $NR init-masks --dataset "$p" --segmenter unet3d --split "$split" --threads 1 --overwrite
+        done
+      done ;;
+    eval)
+      # the naive floor (Otsu) on the first FLOOR_CASES test volumes, root_seeded only: APP2 on an Otsu mask of these
+      # textured stacks takes ~10 min a volume on the shared cores
+      for p in $PRESETS; do
+        $PY evaluate.py dataset="$p" split=test methods=[initial] segmenter=unet3d ${TEST_CASES:+dataset.n_test=$TEST_CASES} \
+          protocols=[full_volume,root_seeded] progress=false out_dir="$OUT/rows/${p}_unet3d"
+        $PY evaluate.py dataset="$p" split=test methods=[initial] segmenter=otsu protocols=[root_seeded] \
+          limit="${FLOOR_CASES:-2}" progress=false out_dir="$OUT/rows/${p}_otsu"
+      done ;;
+    table)
+      $PY experiments/standins/table.py --rows "$OUT/rows" --out "$OUT" ;;
+    *) echo "unknown step $step" >&2; exit 2 ;;
+  esac
+done
