@@ -276,6 +276,10 @@ def write_paper_table(cfg: DictConfig, rows: Sequence[dict], dataset: Any) -> di
     shares = edit_shares(summaries, Path(cfg.out_dir) / "traces")
     if shares:
         text += "\nEdits in the agents' traces (per volume, summed):\n\n" + shares + "\n"
+    made = sorted({str(r.get("commit", "unrecorded")) for r in rows
+                   if any(_matches(r, sp, spec.get("protocol")) for sp in spec["rows"])})
+    if made:
+        text += f"\nRows computed at commit(s): {', '.join(made)} (rows are reused until their settings change).\n"
     missing = [s["label"] for s in summaries if not s["n"]]
     if missing:
         text += f"\nRows without results (not run): {', '.join(missing)}.\n"

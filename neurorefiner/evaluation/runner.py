@@ -30,6 +30,7 @@ from tqdm import tqdm
 from neurorefiner.data.cases import Case
 from neurorefiner.errors import InputError
 from neurorefiner.evaluation.methods import build_method, method_key, method_node
+from neurorefiner.evaluation.paper_tables import provenance
 from neurorefiner.evaluation.tables import markdown_table, summarize, write_rows_csv
 from neurorefiner.io import read_mask
 from neurorefiner.io.atomic import atomic_path, write_text_atomic
@@ -125,6 +126,7 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case]) -> list[dict]:  # type
     bar = tqdm(total=len(methods) * len(cases), desc=f"{dataset.name}/{cfg.split}/{cfg.segmenter}", unit="vol",
                disable=not progress)
     initial: MaskSource | None = None
+    commit = provenance("")["commit"]  # the code a row was made with (rows are reused across commits)
     for name in methods:
         node, key = nodes[name], method_key(nodes[name])
         method = None
@@ -155,7 +157,7 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case]) -> list[dict]:  # type
                            "protocol": protocol, "segmenter": cfg.segmenter, **scores,
                            "seconds_method": round(seconds_method, 2),
                            "seconds_score": round(time.perf_counter() - t1, 2), "method_key": key,
-                           "settings_key": settings_key(cfg), **extra}
+                           "settings_key": settings_key(cfg), "commit": commit, **extra}
                     files[protocol].parent.mkdir(parents=True, exist_ok=True)
                     with atomic_path(files[protocol]) as tmp:
                         tmp.write_text(json.dumps(row))
