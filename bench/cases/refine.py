@@ -63,7 +63,7 @@ def _shares(arg, t: float) -> dict:
 
 
 CASES = [
-    Case(f"refine/heuristic_agents_{'x'.join(map(str, SHAPE))}", _setup, _refine, reference=_unet_pass,
+    Case("refine/heuristic_agents_256^3", _setup, _refine, reference=_unet_pass,
          reference_name="shipped 3D U-Net sliding-window pass, same volume", repeats=1, budget_s=60.0, extra=_shares,
          notes="SYNTHETIC synthetic_cwmbs_weak stack, gold label with 6 breaks and 12 specks; 2 torch threads"),
 ]
