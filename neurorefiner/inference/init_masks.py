@@ -113,16 +113,12 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
         post = dataclasses.replace(post, **(overrides or {}))
         post_d = post.as_dict()
     manifest_path = out / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     window_l = [int(w) for w in window] if window else "default"
-    if (manifest.get("checkpoint_sha256") != digest or manifest.get("postprocess") != post_d
-            or manifest.get("window", "default") != window_l):
-        manifest = {}
-    done = {} if overwrite else dict(manifest.get("cases", {}))
-    header = {"dataset": dataset, "segmenter": segmenter, "split": split,
+    header = {"dataset": dataset, "segmenter": segmenter,
               "checkpoint": None if ckpt is None else str(ckpt), "checkpoint_sha256": digest,
               "postprocess": post_d, "window": window_l, "overlap": overlap,
               "synthetic": bool(cases and cases[0].info.get("synthetic"))}
+    done = {} if overwrite else _recorded_cases(manifest_path, header)
     paths = []
     for case in tqdm(cases, desc=f"M_init {dataset}/{segmenter}", unit="vol", disable=not progress):
         path = out / f"{case.name}.tif"
@@ -149,8 +145,35 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
         write_volume(path, mask, spacing=vol.spacing)
         done[case.name] = {"file": path.name, "split": case.split, "seconds": round(time.perf_counter() - start, 2),
                            "foreground": int(mask.sum()), "shape": list(mask.shape)}
-        with atomic_path(manifest_path) as tmp:
-            tmp.write_text(json.dumps(dict(header, cases=done), indent=1))
-    with atomic_path(manifest_path) as tmp:
-        tmp.write_text(json.dumps(dict(header, cases=done), indent=1))
+        _record_cases(manifest_path, header, {case.name: done[case.name]})
+    if not manifest_path.exists():
+        _record_cases(manifest_path, header, {})
     return paths
+
+
+def _same_settings(manifest: dict, header: dict) -> bool:
+    return all(manifest.get(k, "default" if k == "window" else None) == header[k]
+               for k in ("checkpoint_sha256", "postprocess", "window"))
+
+
+def _recorded_cases(manifest_path: Path, header: dict) -> dict:
+    """The cases the manifest records under the same checkpoint and settings (any split); none otherwise."""
+    if not manifest_path.exists():
+        return {}
+    manifest = json.loads(manifest_path.read_text())
+    return dict(manifest.get("cases", {})) if _same_settings(manifest, header) else {}
+
+
+def _record_cases(manifest_path: Path, header: dict, new: dict) -> None:
+    """Add ``new`` case entries to the manifest under a file lock, re-reading it first: two runs on the same
+    folder (e.g. the dev and the test split at once) each keep the other's entries instead of the last writer
+    dropping them. A manifest of other settings is replaced."""
+    import fcntl
+
+    with open(manifest_path.with_name(".manifest.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        cases = {**_recorded_cases(manifest_path, header), **new}
+        splits = sorted({str(c.get("split")) for c in cases.values()})
+        with atomic_path(manifest_path) as tmp:
+            tmp.write_text(json.dumps(dict(header, splits=splits, cases=cases), indent=1))
+

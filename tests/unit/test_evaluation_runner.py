@@ -109,3 +109,35 @@ def test_no_server_is_said_not_guessed() -> None:
     from neurorefiner.evaluation.runner import server_answers
 
     assert "no VLM server answered at http://127.0.0.1:9" in server_answers("http://127.0.0.1:9/v1", timeout=1)
+
+
+def test_two_init_mask_runs_on_one_folder_keep_each_others_cases(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that writes its manifest after another run on the same folder (another split, or the same one
+    at the same time) keeps the other's entries: the last writer used to drop them, and the next evaluation
+    remade those masks."""
+    import json
+
+    from neurorefiner.inference import init_masks
+
+    monkeypatch.setattr(init_masks, "cache_dir", lambda: tmp_path / "cache")
+    kwargs = {"root": str(tmp_path / "synth"), "n_train": 0, "n_val": 1, "n_test": 1}
+    out = tmp_path / "masks"
+    stale = None
+
+    real = init_masks._record_cases
+
+    def record_after_the_other_run(path, header, new):  # type: ignore[no-untyped-def]
+        nonlocal stale
+        if stale is None:  # the first case of the first run: the other run finishes in between
+            stale = True
+            init_masks.write_init_masks("tiny", init_masks.NAIVE, split="val", out_dir=out, progress=False,
+                                        dataset_kwargs=kwargs)
+        real(path, header, new)
+
+    monkeypatch.setattr(init_masks, "_record_cases", record_after_the_other_run)
+    init_masks.write_init_masks("tiny", init_masks.NAIVE, split="test", out_dir=out, progress=False,
+                                dataset_kwargs=kwargs)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert sorted(c["split"] for c in manifest["cases"].values()) == ["test", "val"]
+    assert manifest["splits"] == ["test", "val"]
