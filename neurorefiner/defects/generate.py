@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from neurorefiner.defects.breaks import Defect, make_break
 from neurorefiner.defects.noise import add_noise_blobs, paste_annotation
+from neurorefiner.settings import build_settings
 
 DEFECT_KINDS = ("break", "paste", "noise")
 
@@ -45,15 +46,7 @@ class DefectConfig:
 
     @classmethod
     def build(cls, value: DefectConfig | Mapping | None) -> DefectConfig:
-        if value is None:
-            return cls()
-        if isinstance(value, cls):
-            return value
-        names = {f.name for f in fields(cls)}
-        unknown = set(value) - names
-        if unknown:
-            raise ValueError(f"unknown defect settings {sorted(unknown)}; known: {sorted(names)}")
-        return cls(**dict(value))
+        return build_settings(cls, value, "defect")
 
 
 def make_one(kind: str, gold: np.ndarray, rng: np.random.Generator, cfg: DefectConfig,

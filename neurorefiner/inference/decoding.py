@@ -26,7 +26,7 @@ see ``experiments/editor/``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import cc3d
@@ -34,6 +34,7 @@ import dijkstra3d
 import numpy as np
 from scipy import ndimage as ndi
 
+from neurorefiner.settings import build_settings
 from neurorefiner.topology.instructions import Instruction
 
 # block faces in the grammar's words -> (array axis, side): front/rear = z, top/bottom = y, left/right = x
@@ -134,15 +135,7 @@ class DecodingConfig:
 
     @classmethod
     def build(cls, value: DecodingConfig | Mapping[str, Any] | None) -> DecodingConfig:
-        if value is None:
-            return cls()
-        if isinstance(value, cls):
-            return value
-        names = {f.name for f in fields(cls)}
-        unknown = set(value) - names
-        if unknown:
-            raise ValueError(f"unknown decoding settings {sorted(unknown)}; known: {sorted(names)}")
-        return cls(**dict(value))
+        return build_settings(cls, value, "decoding")
 
 
 @dataclass

@@ -12,7 +12,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "neurorefiner"
 STAGES: list[set[str]] = [
-    {"errors", "paths", "io", "topology"},
+    {"errors", "paths", "settings", "io", "topology"},
     {"synth", "defects", "tracing", "metrics"},
     {"data"},
     {"models"},
