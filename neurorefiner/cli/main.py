@@ -26,6 +26,7 @@ from neurorefiner.cli import (
     segmenter_summary,
     synth,
     trace,
+    visibility,
 )
 
 app = typer.Typer(
@@ -49,6 +50,7 @@ app.command("instructions", help=instructions.__doc__)(instructions.instructions
 app.command("break-probe", help=break_probe.__doc__)(break_probe.break_probe)
 app.command("metrics-validation", help=metrics_validation.__doc__)(metrics_validation.metrics_validation)
 app.command("realism", help=realism.__doc__)(realism.realism)
+app.command("visibility", help=visibility.__doc__)(visibility.visibility)
 app.command("refiner-card", help=refiner_card.__doc__)(refiner_card.refiner_card)
 app.command("segmenter-rows", help=segmenter_rows.__doc__)(segmenter_rows.segmenter_rows)
 app.command("segmenter-summary", help=segmenter_summary.__doc__)(segmenter_summary.segmenter_summary)
