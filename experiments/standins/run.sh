@@ -30,7 +30,7 @@ for step in $STEPS; do
           --threshold 0.3 --threshold 0.4 --threshold 0.5 --threshold 0.6 --bridge 0 --out "$OUT/postprocess" --record
       done ;;
     card)
-      $PY experiments/standins/card.py $PRESETS ;;
+      $NR standin-card $PRESETS ;;
     masks)
       for p in $PRESETS; do
         for split in ${MASK_SPLITS:-test val}; do
@@ -47,7 +47,7 @@ for step in $STEPS; do
           limit="${FLOOR_CASES:-2}" progress=false out_dir="$OUT/rows/${p}_otsu"
       done ;;
     table)
-      $PY experiments/standins/table.py --rows "$OUT/rows" --out "$OUT" ;;
+      $NR standins-table --rows "$OUT/rows" --out "$OUT" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done

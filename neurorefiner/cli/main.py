@@ -24,6 +24,7 @@ from neurorefiner.cli import (
     segmenter_cv,
     segmenter_rows,
     segmenter_summary,
+    standins,
     synth,
     trace,
     visibility,
@@ -51,6 +52,8 @@ app.command("break-probe", help=break_probe.__doc__)(break_probe.break_probe)
 app.command("metrics-validation", help=metrics_validation.__doc__)(metrics_validation.metrics_validation)
 app.command("realism", help=realism.__doc__)(realism.realism)
 app.command("visibility", help=visibility.__doc__)(visibility.visibility)
+app.command("standins-table", help=standins.standins_table.__doc__)(standins.standins_table)
+app.command("standin-card", help=standins.standin_card.__doc__)(standins.standin_card)
 app.command("refiner-card", help=refiner_card.__doc__)(refiner_card.refiner_card)
 app.command("segmenter-rows", help=segmenter_rows.__doc__)(segmenter_rows.segmenter_rows)
 app.command("segmenter-summary", help=segmenter_summary.__doc__)(segmenter_summary.segmenter_summary)

@@ -1,0 +1,27 @@
+"""The SYNTHETIC stand-ins' calibration table and the cards of their shipped U-Nets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from neurorefiner.cli.common import friendly_errors
+
+
+@friendly_errors
+def standins_table(rows: Path = typer.Option(..., "--rows", help="folder of evaluate.py rows"),
+                   out: Path = typer.Option(..., "--out", help="where standins.md and standins.csv go")) -> None:
+    """Write the stand-ins' test rows beside the paper's initial-mask rows (SYNTHETIC)."""
+    from neurorefiner.evaluation.standins import standins_table as run
+
+    typer.echo(run(rows, out), nl=False)
+
+
+@friendly_errors
+def standin_card(presets: list[str] = typer.Argument(..., help="synthetic_cwmbs_weak ...")) -> None:
+    """Write the card of each preset's shipped stand-in U-Net from its checkpoint's metadata."""
+    from neurorefiner.evaluation.standins import write_standin_card
+
+    for preset in presets:
+        typer.echo(write_standin_card(preset))

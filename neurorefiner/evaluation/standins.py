@@ -1,0 +1,115 @@
+"""The SYNTHETIC stand-ins' calibration table (test rows beside the paper's Tables 1-2 initial-mask rows) and
+the cards of the shipped stand-in U-Nets. Every row is a generated stand-in, never a BigNeuron/CWMBS/ZBFWB
+result; the paper columns are there for calibration only."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from neurorefiner.errors import InputError
+from neurorefiner.evaluation.tables import write_rows_csv
+from neurorefiner.inference.segmenter import load_segmenter
+from neurorefiner.io.atomic import atomic_path
+from neurorefiner.paths import project_root
+from neurorefiner.training.segmenter import provenance_markdown
+
+PRESETS = ("synthetic_cwmbs_weak", "synthetic_cwmbs_noise", "synthetic_bigneuron", "synthetic_zbfwb")
+# the paper's Tables 1-2, F1 (%) of the initial masks of its baselines on the real benchmark each preset stands in for
+PAPER = {"synthetic_cwmbs_weak": ("CWMBS weak", 74.94, 79.83), "synthetic_cwmbs_noise": ("CWMBS noise", 79.23, 73.14),
+         "synthetic_bigneuron": ("BigNeuron", 86.33, 87.10), "synthetic_zbfwb": ("ZBFWB", 72.94, 75.85)}
+N_TEST = {"synthetic_cwmbs_weak": 8, "synthetic_cwmbs_noise": 4, "synthetic_bigneuron": 8, "synthetic_zbfwb": 4}
+SEGMENTERS = {"unet3d": "3D U-Net (shipped CPU checkpoint)", "otsu": "naive floor (Otsu)"}
+PROTOCOLS = ("root_seeded", "full_volume")
+KEYS = ("PRE", "REC", "F1", "SD", "SSD")
+
+
+
+def standins_table(rows_dir: Path, out: Path) -> str:
+    """Collect the rows ``python evaluate.py ... out_dir=<rows_dir>/<preset>_<segmenter>`` wrote into
+    ``standins.md`` and ``standins.csv`` under ``out`` (with date and commit); returns the Markdown."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=project_root()).stdout.strip()
+    table = []
+    for preset in PRESETS:
+        bench, unet, nnunet = PAPER[preset]
+        for seg in SEGMENTERS:
+            # one JSON per (case, protocol), written as each is scored: a run cut short still counts what it scored
+            rows = [json.loads(f.read_text()) for f in
+                    sorted((rows_dir / f"{preset}_{seg}" / "rows").glob(f"*/test/{seg}/initial-*.json"))]
+            for protocol in PROTOCOLS:
+                sel = [r for r in rows if r["protocol"] == protocol]
+                if not sel:
+                    continue
+                row = {"preset": preset, "stands_in_for": bench, "segmenter": seg, "protocol": protocol,
+                       "n": len(sel), "n_test": N_TEST[preset], "cases": " ".join(sorted(r["case"][-3:] for r in sel)),
+                       **{k: float(np.mean([float(r[k]) for r in sel])) for k in KEYS},
+                       "paper_unet3d_F1": unet, "paper_nnunet_F1": nnunet}
+                row["F1_minus_paper_unet3d"] = 100 * row["F1"] - unet
+                table.append(row)
+    out.mkdir(parents=True, exist_ok=True)
+    if not table:
+        raise InputError("no stand-in rows found (run experiments/standins/run.sh steps masks and eval "
+                         "first)", rows_dir)
+    write_rows_csv(out / "standins.csv", table)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = ["# SYNTHETIC stand-ins vs the paper's initial-mask rows (test splits)", "",
+             f"Made {stamp} at commit {commit} by `bash experiments/standins/run.sh` (step `table`). Every row "
+             "is a generated SYNTHETIC stand-in, never a BigNeuron/CWMBS/ZBFWB result; the paper columns are "
+             "its Tables 1-2 on the real benchmarks, for calibration only. Initial masks of the test split "
+             "(threshold chosen on the val split, every component kept), traced by APP2: root_seeded (from the "
+             "mask voxel nearest the gold root, the headline, as for DIADEM) and full_volume (APP2's own root). "
+             "PRE/REC/F1 in %, SD/SSD in voxels, means over the test volumes.", "",
+             "| preset (SYNTHETIC) | stands in for | segmenter | protocol | test volumes scored | PRE | REC | F1 | SD "
+             "| SSD | paper 3D U-Net F1 | F1 - paper U-Net | paper nnU-Net F1 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in table:
+        lines.append(f"| {r['preset']} | {r['stands_in_for']} | {SEGMENTERS[r['segmenter']]} | {r['protocol']} | "
+                     f"{r['n']} of {r['n_test']} ({r['cases']}) | {100 * r['PRE']:.2f} | {100 * r['REC']:.2f} | "
+                     f"{100 * r['F1']:.2f} | "
+                     f"{r['SD']:.2f} | {r['SSD']:.2f} | {r['paper_unet3d_F1']:.2f} | "
+                     f"{r['F1_minus_paper_unet3d']:+.2f} | {r['paper_nnunet_F1']:.2f} |")
+    with atomic_path(out / "standins.md") as tmp:
+        tmp.write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+
+def write_standin_card(preset: str) -> Path:
+    """Write the card (.md) of the shipped SYNTHETIC stand-in U-Net of ``preset`` from the checkpoint's own
+    metadata, citing the one line that rebuilds it and the val-split post-processing choice; returns its path."""
+    name = f"unet3d_{preset}_cpu"
+    rel = Path("checkpoints") / "segmenters" / f"{name}.pt"  # as the card shows it
+    path = project_root() / rel
+    head = [f"# {name}: CPU 3D U-Net on the SYNTHETIC preset {preset}", "",
+            f"Trained on a generated stand-in (rendered into `data/cache/synth/{preset}/` on first use), never "
+            f"BigNeuron/CWMBS/ZBFWB data. `neurorefiner init-masks --dataset {preset} --segmenter unet3d` uses it "
+            "on a fresh clone. Test rows beside the paper's: `experiments/standins/standins.md`.", ""]
+    body = provenance_markdown(path, f"python train.py experiment={name}", title="training record")
+    body = body.replace("# training record\n\n", "").split("\n## Command")[0].rstrip()
+    meta = load_segmenter(path).meta
+    val_md = project_root() / "experiments" / "standins" / "postprocess" / f"{preset}_unet3d_postprocess_val.md"
+    body += f"\n- seed: {meta.get('seed')}"
+    if val_md.exists():
+        chosen = next(line.replace("**", "").strip() for line in val_md.read_text().splitlines()
+                      if line.startswith("**Chosen"))
+        body += f"\n- val split, whole volumes, largest component, APP2 (full volume): {chosen}"
+        body += f" (`{val_md.relative_to(project_root())}`)"
+    else:
+        body += ("\n- no threshold chosen on the val split yet (run.sh step choose did not finish): inference uses "
+                 "threshold 0.5")
+    tail = ["", "## Rebuild", "", "```bash", f"python train.py experiment={name}", "```", "",
+            f"writes `{rel}` (recipe: `conf/experiment/{name}.yaml`: the preset's train split trains, its val "
+            "split picks the checkpoint by APP2 F1 from the gold root). The threshold above was then chosen on the "
+            f"val split and recorded in the file: `neurorefiner choose-postprocess --dataset {preset} --arch unet3d "
+            f"--model {rel} --threshold 0.3 --threshold 0.4 --threshold 0.5 --threshold 0.6 --bridge 0 "
+            "--out experiments/standins/postprocess --record` (`experiments/standins/run.sh`, step choose).", ""]
+    card = path.with_suffix(".md")
+    with atomic_path(card) as tmp:
+        tmp.write_text("\n".join(head) + "\n" + body + "\n" + "\n".join(tail))
+    return card
+

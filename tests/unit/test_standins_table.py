@@ -1,0 +1,34 @@
+"""The stand-ins' calibration table is built from evaluate.py rows, labelled SYNTHETIC, and refuses an empty
+rows folder with one clear line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from neurorefiner.errors import InputError
+from neurorefiner.evaluation.standins import standins_table
+
+
+def _row(folder: Path, case: str, protocol: str, f1: float) -> None:
+    path = folder / "rows" / "abc" / "test" / "unet3d" / f"initial-{protocol}-{case}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"case": case, "protocol": protocol, "PRE": 1.0, "REC": f1, "F1": f1, "SD": 2.0,
+                                "SSD": 3.0}))
+
+
+def test_rows_become_the_table_beside_the_paper(tmp_path: Path) -> None:
+    rows = tmp_path / "rows"
+    _row(rows / "synthetic_cwmbs_weak_unet3d", "synthetic_cwmbs_weak_test_000", "root_seeded", 0.5)
+    _row(rows / "synthetic_cwmbs_weak_unet3d", "synthetic_cwmbs_weak_test_001", "root_seeded", 0.7)
+    md = standins_table(rows, tmp_path / "out")
+    line = next(x for x in md.splitlines() if x.startswith("| synthetic_cwmbs_weak"))
+    assert "SYNTHETIC" in md and "| 2 of 8 (000 001) |" in line and "| 60.00 |" in line and "| -14.94 |" in line
+    assert (tmp_path / "out" / "standins.csv").exists()
+
+
+def test_no_rows_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no stand-in rows"):
+        standins_table(tmp_path / "nothing", tmp_path / "out")
