@@ -45,5 +45,6 @@ def export_ensemble(paths: Sequence[str | Path], out: str | Path) -> Path:
                         for p, s in zip(paths, segs, strict=True)],
             "train_cases": train_cases}
     norm = normalization_spec(first.normalization)
-    config = {"_target_": f"{AveragedEnsemble.__module__}.AveragedEnsemble", "members": [dict(s.net_config) for s in segs]}
+    config = {"_target_": f"{AveragedEnsemble.__module__}.AveragedEnsemble",
+              "members": [dict(s.net_config) for s in segs]}
     return export_segmenter(net, config, out, first.patch_size, meta=meta, normalization=norm)

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_evaluate_gold_masks_score_perfectly(tmp_path: Path) -> None:
     out = tmp_path / "eval"
     run = subprocess.run([sys.executable, str(ROOT / "evaluate.py"), "dataset=diadem", "split=dev",
-                          "methods=[gold_mask]", "limit=1", "protocols=[full_volume]", f"out_dir={out}", f"hydra.run.dir={tmp_path / 'h'}"],
+                          "methods=[gold_mask]", "limit=1", "protocols=[full_volume]", f"out_dir={out}",
+                          f"hydra.run.dir={tmp_path / 'h'}"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     rows = list(csv.DictReader(open(out / "per_volume.csv")))
