@@ -37,3 +37,17 @@ class DiademDataset:
 
 
 register("diadem")(DiademDataset)
+
+
+def dev_cases(names: list[str] | None = None, purpose: str = "this command") -> list[Case]:
+    """DIADEM development stacks (OP_1-OP_6), all or the ones ``names`` lists; naming a held-out test stack
+    (or any other) is an :class:`InputError` that says ``purpose`` takes development stacks only."""
+    from neurorefiner.data.registry import get_dataset
+
+    dev = get_dataset("diadem").cases("dev")
+    if names is None:
+        return dev
+    unknown = set(names) - {c.name for c in dev}
+    if unknown:
+        raise InputError(f"{purpose} takes DIADEM dev stacks only (OP_1-OP_6), not {sorted(unknown)}")
+    return [c for c in dev if c.name in names]

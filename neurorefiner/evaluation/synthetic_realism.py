@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from neurorefiner.errors import InputError
 from neurorefiner.evaluation.tables import write_rows_csv
 from neurorefiner.io.atomic import write_text_atomic
 
@@ -75,7 +74,7 @@ def run(out: Path, n: int = 3, presets: Sequence[str] = PRESETS, diadem: Sequenc
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from neurorefiner.data import get_dataset
+    from neurorefiner.data.diadem import dev_cases
     from neurorefiner.io.atomic import save_figure_atomic
     from neurorefiner.synth.render import render
 
@@ -89,12 +88,7 @@ def run(out: Path, n: int = 3, presets: Sequence[str] = PRESETS, diadem: Sequenc
         for k, v in samples.items():
             pooled.setdefault(source, {}).setdefault(k, []).append(np.asarray(v, dtype=np.float64))
 
-    dev = get_dataset("diadem").cases("dev")  # OP_1-OP_6 only: OP_7-OP_9 are held out
-    if diadem is not None:
-        unknown = set(diadem) - {c.name for c in dev}
-        if unknown:
-            raise InputError(f"the realism check takes DIADEM dev stacks only (OP_1-OP_6), not {sorted(unknown)}")
-        dev = [c for c in dev if c.name in diadem]
+    dev = dev_cases(diadem, "the realism check")  # OP_1-OP_6 only: OP_7-OP_9 are held out
     for case in dev:
         assert case.split == "dev"
         t0 = time.time()

@@ -76,6 +76,7 @@ def run(out: Path, presets: Sequence[str] = STAND_INS, split: str = "val", diade
     import matplotlib.pyplot as plt
 
     from neurorefiner.data import get_dataset
+    from neurorefiner.data.diadem import dev_cases
     from neurorefiner.evaluation.tables import write_rows_csv
     from neurorefiner.io.atomic import save_figure_atomic
     from neurorefiner.synth.visibility import VISIBLE
@@ -83,12 +84,7 @@ def run(out: Path, presets: Sequence[str] = STAND_INS, split: str = "val", diade
     if split not in SPLITS:
         raise InputError(f"the visibility report reads the train or val split only, not {split!r}")
     out.mkdir(parents=True, exist_ok=True)
-    dev = get_dataset("diadem").cases("dev")  # OP_1-OP_6 only: OP_7-OP_9 are held out
-    if diadem is not None:
-        unknown = set(diadem) - {c.name for c in dev}
-        if unknown:
-            raise InputError(f"the visibility report takes DIADEM dev stacks only (OP_1-OP_6), not {sorted(unknown)}")
-        dev = [c for c in dev if c.name in diadem]
+    dev = dev_cases(diadem, "the visibility report")  # OP_1-OP_6 only: OP_7-OP_9 are held out
     rows, pooled = [], {}
     r, p = measure_cases(DIADEM, dev, log)
     rows += r
