@@ -16,8 +16,10 @@ DIST = {"cc3d": "connected-components-3d", "skimage": "scikit-image", "yaml": "p
         "lightning": "lightning", "typer": "typer"}
 # optional at run time: imported only behind a clear message when absent (extras)
 OPTIONAL = {"vllm", "napari"}
-# used through config rather than imports (Lightning's WandbLogger); torch's own helpers
-INDIRECT = {"wandb"}
+# used through config rather than imports (Lightning's WandbLogger); imported lazily by a dependency
+# (MONAI's UNETR / SwinUNETR blocks need einops, and MONAI does not declare it: without it a clean install
+# fails to build those segmenters)
+INDIRECT = {"wandb", "einops"}
 
 
 def _pyproject() -> dict:
