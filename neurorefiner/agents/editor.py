@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,11 +21,13 @@ from neurorefiner.topology.instructions import Instruction
 
 
 def load_topo_refiner(checkpoint: str | None = None, threshold: float = 0.5, confine_margin: int | None = 4,
-                      device: str = "cpu") -> Editor:
-    """The shipped TopoRefineNet editor (or ``checkpoint``); imported here, never at module import."""
+                      device: str = "cpu", decoding: Mapping[str, Any] | None = None) -> Editor:
+    """The shipped TopoRefineNet editor (or ``checkpoint``); imported here, never at module import.
+    ``decoding``: settings of its topology decoding (``neurorefiner.inference.decoding.DecodingConfig``)."""
     from neurorefiner.inference.refiner import TopoRefiner
 
-    return TopoRefiner.load(checkpoint, device=device, threshold=threshold, confine_margin=confine_margin)
+    return TopoRefiner.load(checkpoint, device=device, threshold=threshold, confine_margin=confine_margin,
+                            decoding_config=dict(decoding) if decoding else None)
 
 
 class LazyEditor:

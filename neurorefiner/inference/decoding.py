@@ -71,6 +71,11 @@ class DecodingConfig:
         cost_scale: cost of a fully dark voxel on top of the unit step cost (prefers bright paths).
         max_gap_voxels: longest bridge (new voxels along the path's centre line) a join may paint.
         max_darkness: highest mean darkness (1 - evidence, in [0, 1]) along the bridge.
+        short_gap_voxels: bridges of at most this many new voxels are painted at any darkness: a gap of a
+            few voxels between two pieces is where the segmenter's threshold cut a dim stretch of the
+            neurite (the non-learned refiner bridges such gaps by the brightest path whatever their
+            brightness), and neither the network nor the image has to vouch for it. 0 = every bridge is
+            held to ``max_darkness``.
         max_joins: joins per instruction (a cut through a branch point leaves three pieces).
         line_slack: the straight line between a bridge's ends replaces the least-cost path when its mean
             darkness is at most this much above the path's.
@@ -108,6 +113,7 @@ class DecodingConfig:
     cost_scale: float = 10.0
     max_gap_voxels: int = 24
     max_darkness: float = 0.6
+    short_gap_voxels: int = 0
     max_joins: int = 3
     min_anchor: int = 200
     line_slack: float = 0.35
@@ -132,6 +138,8 @@ class DecodingConfig:
             raise ValueError("max_gap_voxels, max_joins and min_piece must be >= 1, cost_scale >= 0")
         if not 0.0 <= self.max_darkness <= 1.0:
             raise ValueError(f"max_darkness must be in [0, 1], got {self.max_darkness}")
+        if self.short_gap_voxels < 0:
+            raise ValueError(f"short_gap_voxels must be >= 0, got {self.short_gap_voxels}")
 
     @classmethod
     def build(cls, value: DecodingConfig | Mapping[str, Any] | None) -> DecodingConfig:
@@ -606,7 +614,7 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
         darkness = float(np.mean(1.0 - ev[new])) if length else 0.0
         join = Join(length, darkness)
         joins.append(join)
-        if length > cfg.max_gap_voxels or darkness > cfg.max_darkness:
+        if length > cfg.max_gap_voxels or (darkness > cfg.max_darkness and length > cfg.short_gap_voxels):
             break
         tg = int(group_of[idx])
         ends_near = grow(path & ~new, 3) & ((group_of == g) | (group_of == tg))
@@ -645,7 +653,7 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
         if j.length > cfg.max_gap_voxels:
             over.append(f"gap {j.length} voxels > {cfg.max_gap_voxels}")
         if j.darkness > cfg.max_darkness:
-            over.append(f"darkness {j.darkness:.2f} > {cfg.max_darkness}")
+            over.append(f"darkness {j.darkness:.2f} > {cfg.max_darkness} over {j.length} voxels")
         result.reason = "left unchanged: the best bridge is over the limits (" + ", ".join(over) + ")"
     return result
 

@@ -160,3 +160,43 @@ def test_validator_accepts_removing_the_speck() -> None:
     after[3:5, 55:57, 5:7] = False
     ok, reason = _validate(before, after, "Remove isolated noise at bottom-left-front", Defect("FP", ((3, 55, 5),)))
     assert ok and "denoised" in reason
+
+
+def test_curved_gap_signal_is_read_along_the_fibre_not_the_straight_line() -> None:
+    """A fibre that bows out across its gap: the straight line between the ends is dark, the fibre is
+    bright. Read along the brightest path it is a break; on the straight line it was not."""
+    from neurorefiner.agents.heuristic.detect import DetectSettings, find_defects
+
+    m = np.zeros(SHAPE, bool)
+    tube_x(m, 16, 32, 2, 26)
+    tube_x(m, 16, 32, 38, 63)
+    bright = m.copy()
+    bright[15:18, 32:38, 25:28] = True   # aside, across and back: the fibre's way through the gap
+    bright[15:18, 35:38, 25:40] = True
+    bright[15:18, 32:38, 37:40] = True
+    image = volume_with(m, bright)
+    found = find_defects(m, image, settings=DetectSettings(gap_max=16))
+    assert [d.kind for d in found] == ["FN"]
+    straight = find_defects(m, image, settings=DetectSettings(gap_max=16, signal_path=False))
+    assert [d.kind for d in straight] == []
+
+
+def test_short_dim_gap_is_a_break_long_dim_gap_is_not() -> None:
+    """The signal bar shrinks with the gap: 3 voxels of dim stack between two facing ends are a break
+    the segmenter's threshold cut; 15 voxels of the same dimness are two fibres."""
+    from neurorefiner.agents.heuristic.detect import DetectSettings, find_defects
+
+    def pieces(gap: int) -> tuple[np.ndarray, np.ndarray]:
+        m = np.zeros(SHAPE, bool)
+        tube_x(m, 16, 32, 2, 30)
+        tube_x(m, 16, 32, 30 + gap, 63)
+        full = np.zeros(SHAPE, bool)
+        tube_x(full, 16, 32, 2, 63)
+        image = volume_with(m)
+        image[full & ~m] = 0.05 + 0.1 * 0.85   # a tenth of the way from background to foreground
+        return m, image
+
+    settings = DetectSettings(gap_max=20)
+    assert [d.kind for d in find_defects(*pieces(3), settings=settings)] == ["FN"]
+    assert find_defects(*pieces(15), settings=settings) == []
+    assert find_defects(*pieces(3), settings=DetectSettings(gap_max=20, signal_by_gap=False)) == []

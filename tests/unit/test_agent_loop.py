@@ -253,3 +253,21 @@ def test_resume_keeps_the_inspectors_priority_order_under_the_cap(tmp_path) -> N
     editor = RegionEditor()
     again = run_loop(image, mask, heuristic(), editor, settings, prior=PriorRun(read_trace(path)))
     assert (again.mask == whole.mask).all() and editor.calls == 1
+
+
+def test_breaks_of_every_block_come_before_any_blocks_noise_under_the_cap() -> None:
+    """Block 0 holds the shortest break and many specks, block 1 a longer break: with a cap of three both
+    breaks are worked on in the first round (taking block 0 whole let its specks fill the cap)."""
+    mask = np.zeros((32, 64, 128), bool)
+    mask[25:28, 7:10, 2:126] = True
+    image = np.where(mask, 0.9, 0.05).astype(np.float32)
+    mask[25:28, 7:10, 30:33] = False           # block 0: the shorter gap
+    mask[25:28, 7:10, 90:96] = False           # block 1: the longer gap
+    for k in range(6):                         # block 0: six specks, well apart from the fibre
+        mask[5:7, 40:42, 5 + 9 * k: 7 + 9 * k] = True
+    records: list[dict] = []
+    res = run_loop(image, mask, heuristic(), RegionEditor(),
+                   LoopSettings(block_size=64, max_defects_per_round=3, t_max=1), emit=records.append)
+    first = [r for r in records if r.get("role") == "advisor" and r["round"] == 0]
+    assert sorted((r["block"], r["defect_kind"]) for r in first) == [(0, "FN"), (0, "FP"), (1, "FN")]
+    assert res.rounds[0]["fixed"] >= 2

@@ -131,6 +131,21 @@ def test_repair_leaves_a_dark_or_long_gap_unchanged_with_the_reason():
     assert not long.changed and "gap 22 voxels > 10" in long.reason
 
 
+def test_a_short_dark_gap_is_bridged_within_short_gap_voxels_and_a_longer_one_is_not():
+    """The 6-voxel dark gap that max_darkness refuses is painted once short_gap_voxels reaches it; a
+    10-voxel dark gap stays open under the same setting (it must be bright to be bridged)."""
+    dark = np.zeros(SHAPE, np.float32)
+    ins = Instruction("repair", "center-center-center")
+    _, cut = broken()
+    res = decode(cut, dark, dark, ins, config={"short_gap_voxels": 6})
+    assert res.changed and betti0(res.mask) == 1
+    _, wide = broken((10, 20))
+    res = decode(wide, dark, dark, ins, config={"short_gap_voxels": 6})
+    assert not res.changed and "darkness" in res.reason and "over 10 voxels" in res.reason
+    with pytest.raises(ValueError, match="short_gap_voxels"):
+        decode(cut, dark, dark, ins, config={"short_gap_voxels": -1})
+
+
 def test_repair_never_joins_pieces_the_named_place_does_not_touch():
     _, cut = broken()
     bright = np.ones(SHAPE, np.float32)

@@ -41,6 +41,8 @@ class DetectSettings:
     max_candidates: int = 64
     signal_min: float = 0.25
     end_radius: float = 8.0
+    signal_path: bool = True      # measure the gap's signal along the brightest path (False: the straight line)
+    signal_by_gap: bool = True    # the signal bar is signal_min x gap / gap_max (False: signal_min at any gap)
 
 
 def _zscale(spacing: Sequence[float]) -> np.ndarray:
@@ -92,6 +94,22 @@ def gap_signal(image: np.ndarray, a: np.ndarray, b: np.ndarray, bg: float, fg: f
     span = fg - bg
     if span <= 1e-6:
         return 0.0
+    return float((np.percentile(vals, 25) - bg) / span)
+
+
+def path_signal(image: np.ndarray, a: np.ndarray, b: np.ndarray, bg: float, fg: float,
+                scale: Sequence[float] = (1.0, 1.0, 1.0)) -> float:
+    """:func:`gap_signal` along the brightest path a->b (Dijkstra on the image, ``scale`` the voxel size):
+    a curved neurite's gap is dark on the straight line and bright along the fibre."""
+    from neurorefiner.baselines.classical import brightest_path
+
+    span = fg - bg
+    if span <= 1e-6:
+        return 0.0
+    path = brightest_path(image, np.asarray(a, int), np.asarray(b, int), scale)
+    if len(path) <= 2:
+        return 1.0
+    vals = image[tuple(np.asarray(path[1:-1]).T)]
     return float((np.percentile(vals, 25) - bg) / span)
 
 
@@ -149,10 +167,14 @@ def find_breaks(mask: np.ndarray, image: np.ndarray, labels: np.ndarray, sizes: 
             face_big = _facing(trees[big], pts[big] * scale, b, a, s.end_radius)
             if min(face_small, face_big) > -0.5 or max(face_small, face_big) > 0.2:
                 continue  # neither is an end facing the other, or one turns away
-            signal = gap_signal(image, p_small.astype(float), p_big.astype(float), bg, fg)
-            if signal < s.signal_min:
-                continue
             dist = float(d[k])
+            if s.signal_path:
+                signal = path_signal(image, p_small, p_big, bg, fg, scale)
+            else:
+                signal = gap_signal(image, p_small.astype(float), p_big.astype(float), bg, fg)
+            bar = s.signal_min * min(1.0, dist / s.gap_max) if s.signal_by_gap else s.signal_min
+            if signal < bar:
+                continue
             note = (f"gap {dist:.1f} vox between pieces of {int(sizes[small])} and {int(sizes[big])} voxels, "
                     f"signal {signal:.2f}")
             defect = Defect("FN", (tuple(int(v) for v in p_small), tuple(int(v) for v in p_big)),
