@@ -15,6 +15,7 @@ from neurorefiner.errors import InputError, exit_on_user_error
 TASKS = {
     "refine": ("neurorefiner.training.refiner", "train_refiner"),  # TopoRefineNet, stage 1 or 2
     "segment": ("neurorefiner.training.segmenter", "train_segmenter"),  # a baseline segmenter
+    "baseline": ("neurorefiner.training.refinement_baselines", "train_baseline"),  # SegFix/SegRefiner/Transfiner
 }
 
 

@@ -34,9 +34,13 @@ def _compose(overrides: list[str], monkeypatch: pytest.MonkeyPatch) -> DictConfi
 
 
 def _output(cfg: DictConfig) -> Path:
-    """The file the composed training run writes (train_refiner / train_segmenter)."""
+    """The file the composed training run writes (train_refiner / train_baseline / train_segmenter)."""
     if cfg.task == "refine":
         return output_checkpoint(cfg)
+    if cfg.task == "baseline":
+        from neurorefiner.training.refinement_baselines import baseline_checkpoint
+
+        return baseline_checkpoint(cfg)
     seg = cfg.segmentation
     return Path(seg.export_path) if seg.get("export_path") else Path(seg.ckpt_dir) / "segmenter.pt"
 
