@@ -332,6 +332,7 @@ def decode_remove(mask: np.ndarray, prob: np.ndarray, region: np.ndarray,
     named = (ids > 0) & (in_region > 0)
     isolated = named & (in_allowed == size) & (touches == 0)
     marked = bg >= cfg.background_share * size
+    net_marked = marked.copy()
     bright = None if image is None else brightness(image, mask)
     if bright is not None and cfg.max_brightness < 1.0:  # the image shows it: a true fragment, keep it
         mean_bright = np.bincount(labels.ravel(), weights=bright.ravel(), minlength=n + 1) / np.maximum(size, 1)
@@ -354,8 +355,11 @@ def decode_remove(mask: np.ndarray, prob: np.ndarray, region: np.ndarray,
         result.reason = (f"removed {pieces} piece(s), {result.removed_voxels} voxels, at the named place"
                          + (f"; kept {crossing} structure(s) that continue beyond it" if crossing else ""))
     elif kept_isolated:
-        result.reason = (f"nothing removed: {kept_isolated} isolated piece(s) at the named place, but the "
-                         "network marks them foreground")
+        shown = int((isolated & net_marked).sum())
+        why = ("the image shows them (brightness above max_brightness)" if shown == kept_isolated else
+               "the network marks them foreground" if shown == 0 else
+               f"the network marks {kept_isolated - shown} foreground and the image shows {shown}")
+        result.reason = f"nothing removed: {kept_isolated} isolated piece(s) at the named place, but {why}"
     elif crossing:
         result.reason = (f"nothing to remove: the {crossing} structure(s) at the named place continue beyond "
                          "it (a neurite is never cut)")
@@ -658,6 +662,27 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
     return result
 
 
+def remove_decided_without_network(mask: np.ndarray, image: np.ndarray | None, instruction: Instruction,
+                                   config: DecodingConfig | Mapping[str, Any] | None = None,
+                                   context: Context = None) -> EditResult | None:
+    """The remove edit's result when no network output could change it, else None.
+
+    A network that marks every voxel background is the most a removal can get: more isolated pieces
+    pass the background share and more of an attached piece is rejected. When even that removes nothing
+    (nothing at the named place, only structures that continue beyond it, isolated pieces the image
+    shows), the network's pass would be wasted: on DIADEM most noise the Inspector names is a bright
+    fragment the brightness gate keeps."""
+    if instruction.op != "remove":
+        return None
+    mask = np.asarray(mask, dtype=bool)
+    best = decode_remove(mask, np.zeros(mask.shape, np.float32), instruction.region(mask.shape), config, context,
+                         image)
+    if best.changed:
+        return None
+    best.reason += " (decided without a network pass: no output of it could remove anything here)"
+    return best
+
+
 def decode(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None, instruction: Instruction,
            config: DecodingConfig | Mapping[str, Any] | None = None, context: Context = None) -> EditResult:
     """Dispatch on the instruction's operation: remove -> :func:`decode_remove`, else
@@ -681,4 +706,4 @@ def raw_decode(mask: np.ndarray, prob: np.ndarray, allowed: np.ndarray, threshol
 
 
 __all__ = ["FACES", "NO_OUTSIDE", "DecodingConfig", "EditResult", "Join", "decode", "decode_connect",
-           "decode_remove", "evidence", "grow", "outside_contact", "raw_decode"]
+           "decode_remove", "evidence", "grow", "outside_contact", "raw_decode", "remove_decided_without_network"]

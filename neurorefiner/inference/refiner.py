@@ -33,7 +33,14 @@ import torch
 
 from neurorefiner import paths
 from neurorefiner.errors import InputError
-from neurorefiner.inference.decoding import Context, DecodingConfig, EditResult, decode, raw_decode
+from neurorefiner.inference.decoding import (
+    Context,
+    DecodingConfig,
+    EditResult,
+    decode,
+    raw_decode,
+    remove_decided_without_network,
+)
 from neurorefiner.io.checkpoints import load_checkpoint
 from neurorefiner.paths import project_root
 from neurorefiner.topology.instructions import Instruction, InstructionParseError, parse_instruction
@@ -270,6 +277,16 @@ class TopoRefiner:
         size is padded by the network (and cropped back). An instruction with nothing to do at its
         place returns the mask unchanged, with the reason."""
         parsed = self.parse(instruction) if str(instruction).strip() else instruction
+        if self.decoding == "topology" and isinstance(parsed, Instruction):
+            image = np.asarray(image_block, dtype=np.float32)
+            if image.shape == np.shape(mask_block):
+                try:
+                    decided = remove_decided_without_network(np.asarray(mask_block) > 0, image, parsed,
+                                                             self.decoding_config, context)
+                except ValueError as exc:  # a context of the wrong shape or faces: the caller's input
+                    raise InputError(str(exc)) from None
+                if decided is not None:
+                    return decided
         prob = self.probabilities(image_block, mask_block, parsed, crop=self.decoding == "topology")
         return self.decode_probabilities(image_block, mask_block, parsed, prob, context)
 

@@ -280,3 +280,33 @@ def test_a_sliver_left_in_the_gap_is_attached_to_the_bridge():
     lone = decode(cut, cut.astype(np.float32), np.zeros(SHAPE, np.float32), ins,
                   {"max_darkness": 0.0, "absorb_gap": 3})
     assert not lone.changed
+
+
+def test_a_removal_no_network_output_could_make_skips_the_network():
+    """A bright isolated piece (kept by the brightness gate whatever the network says) and a neurite that
+    continues beyond the named place: the refiner answers without running its network, with the same
+    mask the network pass would give; a dim isolated speck still goes through the network."""
+    from neurorefiner.inference.decoding import remove_decided_without_network
+
+    class CountingNet(TopoRefineNet):
+        calls = 0
+
+        def forward(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            CountingNet.calls += 1
+            return super().forward(*args, **kwargs)
+
+    torch.manual_seed(0)
+    refiner = TopoRefiner(CountingNet(channels=(4, 8), text_dim=16), HashingEncoder(dim=16))
+    mask = neurite()
+    speck = np.zeros(SHAPE, bool)
+    speck[6, 10:12, 14:16] = True             # isolated (three rows from the neurite), in the centre cell
+    image = mask.astype(np.float32) * 0.8
+    ins = "Remove isolated noise at center-center-center"
+    bright = image.copy()
+    bright[speck] = 0.8
+    res = refiner.edit_result(bright, mask | speck, ins, context=dict.fromkeys(("front", "rear", "top", "bottom",
+                                                                                "left", "right"), True))
+    assert CountingNet.calls == 0 and not res.changed and "without a network pass" in res.reason
+    assert remove_decided_without_network(mask | speck, image, Instruction("remove", "center-center-center")) is None
+    refiner.edit_result(image, mask | speck, ins)
+    assert CountingNet.calls == 1
