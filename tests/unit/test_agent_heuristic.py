@@ -101,14 +101,15 @@ def test_piece_crossing_block_borders_is_not_noise_but_a_blob_is() -> None:
 
 
 def _validate(before_region: np.ndarray, after_region: np.ndarray, instruction: str,
-              defect: Defect | None = None) -> tuple[bool, str]:
+              defect: Defect | None = None, validator: HeuristicValidator | None = None) -> tuple[bool, str]:
     ctx = BlockContext(0, grid_blocks(SHAPE, 64)[0], tuple(slice(0, n) for n in SHAPE),
                        np.zeros(SHAPE, np.float32), before_region.copy(), EDITOR)
     frame = frame_around((16, 32, 32), EDITOR, SHAPE)
     advice = Advice(Instruction.parse(instruction), frame, CallInfo("test"))
     defect = defect or Defect("FN")
-    v = HeuristicValidator().validate(ctx, Flag(0, defect.kind), defect, advice, before_region[frame.window],
-                                      after_region[frame.window], Step(0, 0, 0, 0))
+    v = (validator or HeuristicValidator()).validate(ctx, Flag(0, defect.kind), defect, advice,
+                                                     before_region[frame.window], after_region[frame.window],
+                                                     Step(0, 0, 0, 0))
     return v.accept, v.reason
 
 
@@ -127,6 +128,25 @@ def test_validator_accepts_a_compliant_join(broken) -> None:
     ok, reason = _validate(before, after, "Repair break at top-right-rear",
                            Defect("FN", ((26, 8, 46), (26, 8, 55))))
     assert ok, reason
+
+
+def test_a_bridge_reaching_past_the_named_cell_is_at_the_place_within_connect_margin() -> None:
+    """The gap x 34-42 lies just left of the named right cell (x >= 42): half the bridge is more than 4
+    voxels outside it, all of it within 10 (where the editor looks for a break's ends and paints)."""
+    before = np.zeros(SHAPE, bool)
+    tube_x(before, 26, 8, 2, 34)
+    tube_x(before, 26, 8, 42, 63)
+    after = before.copy()
+    tube_x(after, 26, 8, 34, 42)
+    defect = Defect("FN", ((26, 8, 33), (26, 8, 42)))
+    ok, reason = _validate(before, after, "Repair break at top-right-rear", defect)
+    assert not ok and "named place" in reason
+    ok, reason = _validate(before, after, "Repair break at top-right-rear", defect,
+                           HeuristicValidator(connect_margin=10))
+    assert ok, reason
+    ok, reason = _validate(before, after, "Repair break at bottom-left-front", defect,
+                           HeuristicValidator(connect_margin=10))
+    assert not ok and "named place" in reason
 
 
 def test_validator_rejects_a_join_at_another_place(broken) -> None:

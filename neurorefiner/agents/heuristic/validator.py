@@ -1,7 +1,9 @@
 """The heuristic Change Validator: accept an edit only if it complied AND topology improved.
 
 Compliance (the paper's "instruction adherence"): the edit changed something; at least ``min_inside``
-of the changed voxels lie in the place the instruction names (its cells grown by ``margin`` voxels);
+of the changed voxels lie in the place the instruction names (its cells grown by ``margin`` voxels, by
+``connect_margin`` for a connect/repair: the editor looks for a break's ends a few voxels beyond the named
+cells and paints the bridge as a tube of the neurite's radius, so a bridge it may paint is at the place);
 the sign is right (connect/repair mostly add, remove mostly deletes).
 
 Topology (the paper's "topological improvement"), counted on the block's region (block + halo) so a
@@ -19,6 +21,7 @@ import numpy as np
 from scipy import ndimage as ndi
 
 from neurorefiner.agents.roles import Advice, BlockContext, CallInfo, Defect, Flag, Step, Verdict
+from neurorefiner.inference.decoding import grow
 from neurorefiner.topology.blocks import label_components
 
 
@@ -28,17 +31,21 @@ class HeuristicValidator:
     name = "heuristic"
 
     def __init__(self, margin: int = 4, min_inside: float = 0.9, max_wrong_sign: float = 0.2,
-                 large_size: int = 300, max_large_loss: int = 10, min_removed_share: float = 0.5) -> None:
+                 large_size: int = 300, max_large_loss: int = 10, min_removed_share: float = 0.5,
+                 connect_margin: int | None = None) -> None:
         if not 0.0 <= min_inside <= 1.0 or not 0.0 <= max_wrong_sign <= 1.0:
             raise ValueError("min_inside and max_wrong_sign are shares in [0, 1]")
         self.margin, self.min_inside, self.max_wrong_sign = int(margin), float(min_inside), float(max_wrong_sign)
+        self.connect_margin = self.margin if connect_margin is None else int(connect_margin)
         self.large_size, self.max_large_loss = int(large_size), int(max_large_loss)
         self.min_removed_share = float(min_removed_share)
 
     def _allowed(self, advice: Advice) -> np.ndarray:
         frame = advice.frame
         region = advice.instruction.region(frame.shape)
-        if self.margin > 0:
+        if advice.instruction.op in ("connect", "repair") and self.connect_margin != self.margin:
+            region = grow(region, self.connect_margin)   # the editor's own box growth
+        elif self.margin > 0:
             region = ndi.binary_dilation(region, iterations=self.margin)
         return region[tuple(slice(a, n - b) for (a, b), n in zip(frame.pad, frame.shape))]
 
