@@ -1,4 +1,6 @@
-"""Reproduce a benchmark table: ``python evaluate.py dataset=zbfwb`` or ``experiment=<table>``."""
+"""Reproduce a benchmark table: ``python evaluate.py dataset=zbfwb`` or ``experiment=<table>``; a sweep
+``python evaluate.py -m method_registry.neurorefiner.t_max=1,2,3`` also writes one merged table of all its jobs
+in the sweep dir (``sweep_table.md``, :mod:`neurorefiner.evaluation.sweep`)."""
 
 import os
 from pathlib import Path
@@ -10,10 +12,10 @@ from omegaconf import DictConfig  # noqa: E402
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
-def main(cfg: DictConfig) -> None:
+def main(cfg: DictConfig) -> list[dict]:
     from neurorefiner.evaluation.entry import run
 
-    run(cfg)
+    return run(cfg)  # the rows: in a multirun each job's go to the sweep's merged table (hydra.callbacks)
 
 
 if __name__ == "__main__":

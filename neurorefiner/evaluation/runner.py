@@ -11,7 +11,10 @@ and metrics chain). Initial masks are made and cached on first use with the ship
 root as given). A finished (settings, split, segmenter, method settings, protocol, case) row is read back from
 its file, so an interrupted run resumes, and rows made under other tracing, metric or method settings are
 never reused. Volumes run in parallel as a Hydra multirun over ``cases`` (``hydra/launcher=joblib``) into one
-``out_dir``; a plain run afterwards reads every row back and writes the tables.
+``out_dir``; a plain run afterwards reads every row back and writes the tables. Any other multirun (e.g. over
+``method_registry.neurorefiner.t_max``) gets one table of all its jobs in the sweep dir from the rows each
+job returns (:mod:`neurorefiner.evaluation.sweep`). Rows of one method under different settings are never
+averaged together (:func:`neurorefiner.evaluation.tables.label_methods`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from neurorefiner.data.cases import Case
 from neurorefiner.errors import InputError
 from neurorefiner.evaluation.methods import build_method, method_key, method_node
 from neurorefiner.evaluation.paper_tables import provenance
-from neurorefiner.evaluation.tables import markdown_table, summarize, write_rows_csv
+from neurorefiner.evaluation.tables import label_methods, markdown_table, summarize, write_rows_csv
 from neurorefiner.io import read_mask
 from neurorefiner.io.atomic import atomic_path, write_text_atomic
 from neurorefiner.tracing.seeding import marker_nearest_root
@@ -164,8 +167,7 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case]) -> list[dict]:  # type
                     rows.append(row)
             bar.update()
     bar.close()
-    for row in rows:
-        row["method_protocol"] = f"{row['method']} ({row['protocol']})"
+    label_methods(rows)  # "method (protocol)"; method[key] if one name ever came with two settings
     write_rows_csv(out_dir / "per_volume.csv", rows)
     table = markdown_table(summarize(rows, group="method_protocol"), group="method_protocol")
     synthetic = dataset.name.startswith("synthetic") or dataset.name == "tiny"

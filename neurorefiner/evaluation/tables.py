@@ -25,11 +25,32 @@ def write_rows_csv(path: Path, rows: Sequence[dict]) -> Path:
     return path
 
 
+def label_methods(rows: Sequence[dict], field: str = "method_protocol") -> list[dict]:
+    """Set each row's ``field`` to ``method (protocol)``; where one method name comes with more than one
+    ``method_key`` (settings) among ``rows``, to ``method[method_key] (protocol)``, so rows of different
+    settings never share a label. Returns ``rows`` (changed in place)."""
+    keys: dict[str, set[str]] = {}
+    for r in rows:
+        keys.setdefault(str(r["method"]), set()).add(str(r.get("method_key", "")))
+    for r in rows:
+        name = str(r["method"])
+        if len(keys[name]) > 1:
+            name = f"{name}[{r.get('method_key', '')}]"
+        r[field] = f"{name} ({r['protocol']})"
+    return list(rows)
+
+
 def summarize(rows: Sequence[dict], group: str = "method", metrics: Sequence[str] = PAPER_METRICS) -> list[dict]:
-    """Mean of each metric per ``group`` value, skipping non-finite values (and counting them)."""
+    """Mean of each metric per ``group`` value, skipping non-finite values (and counting them). Rows of one
+    group made with different method settings (``method_key``) are refused, never averaged: label them apart
+    first (:func:`label_methods`)."""
     out = []
     for key in dict.fromkeys(r[group] for r in rows):
         sel = [r for r in rows if r[group] == key]
+        settings = {str(r["method_key"]) for r in sel if "method_key" in r}
+        if len(settings) > 1:
+            raise ValueError(f"rows under {group}={key!r} come from different method settings "
+                             f"{sorted(settings)}; label them apart (tables.label_methods) before averaging")
         summary: dict = {group: key, "n": len(sel)}
         for m in metrics:
             vals = [float(r[m]) for r in sel if m in r and r[m] is not None and math.isfinite(float(r[m]))]
