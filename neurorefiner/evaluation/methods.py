@@ -65,14 +65,17 @@ class NeuroRefiner:
     (``roles`` and ``inspector_inputs`` are the Table 3 and Table 5 switches); ``advisor: inspector_only``
     pairs the Inspector's own instructions with the Validator (the Table 3 row without the Advisor);
     ``agent_overrides`` is merged onto ``agent`` (one registry entry per VLM in Table 4, e.g. ``{model: ...}``);
-    ``editor``: the editor node of ``refine.yaml`` (built once, on the first edit). With ``trace_dir`` set
+    ``editor``: the editor node (``conf/editor/``; built once, on the first edit), ``editor_overrides`` merged
+    onto it (a registry entry that changes one decoding setting, e.g. ``{decoding: {max_radius: 3.0}}``). With
+    ``trace_dir`` set
     each volume's decisions go to ``<trace_dir>/<case>.jsonl``.
     """
 
     needs_initial = True
 
     def __init__(self, agent: Any, loop: Any = None, editor: Any = None, t_max: int = 5,
-                 advisor: str | None = None, agent_overrides: Any = None, trace_dir: str | None = None) -> None:
+                 advisor: str | None = None, agent_overrides: Any = None, trace_dir: str | None = None,
+                 editor_overrides: Any = None) -> None:
         from neurorefiner.agents.loop import LoopSettings
 
         if advisor not in (None, "inspector_only"):
@@ -80,7 +83,8 @@ class NeuroRefiner:
         self.agent_cfg = OmegaConf.to_container(OmegaConf.merge(_plain(agent), _plain(agent_overrides or {})),
                                                 resolve=True)
         self.settings = LoopSettings(t_max=int(t_max), **_plain(loop or {}))
-        self.editor_cfg = _plain(editor or {})
+        self.editor_cfg = OmegaConf.to_container(OmegaConf.merge(_plain(editor or {}), _plain(editor_overrides or {})),
+                                                 resolve=True)
         self.advisor = advisor
         self.trace_dir = trace_dir
         self.last_info: dict = {}
