@@ -309,7 +309,8 @@ def baseline_card(ckpt: Path, meta: dict, net: torch.nn.Module, node: DictConfig
              "CPU-sized). A baseline of the DIADEM table: `conf/method/" + f"{kind}.yaml`, applied window by window "
              "to the whole mask (`neurorefiner.inference.refinement_baselines`). No instruction.", "",
              f"- network: `{node.net._target_}` ({n_params:,} parameters), arguments `{net_args}`",
-             f"- inference settings (stored in the checkpoint): `{OmegaConf.to_container(node.module, resolve=True)}`",
+             f"- module settings: `{OmegaConf.to_container(node.module, resolve=True)}` (those inference uses are "
+             "stored in the checkpoint)",
              f"- file: {ckpt.stat().st_size / 1e6:.2f} MB",
              "- data: the stage-1 data of TopoRefineNet (Stage1DefectDataModule): synthetic defects "
              f"(probabilities {OmegaConf.to_container(dm.defects.probs)}, no distractors) cut into gold masks of "

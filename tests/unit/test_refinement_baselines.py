@@ -204,3 +204,12 @@ def test_missing_corrupt_or_foreign_checkpoint_is_a_clear_error(tmp_path: Path) 
         load_baseline("segfix", tmp_path / "misfit.ckpt")
     with pytest.raises(InputError, match="nope.ckpt"):
         SegFix(checkpoint=str(missing))(np.zeros((4, 8, 8), np.float32), np.ones((4, 8, 8), bool), case=None)
+
+
+def test_transfiner_mask_prior_starts_from_the_coarse_mask() -> None:
+    net = TransfinerNet3D(**TINY, hidden=4, mask_prior=3.0)
+    torch.nn.init.zeros_(net.head[-1].weight)
+    torch.nn.init.zeros_(net.head[-1].bias)
+    mask = torch.from_numpy(_tube((4, 8, 8))[None, None]).float()
+    logits = net.predict(torch.rand(1, 1, 4, 8, 8), mask)
+    assert torch.equal(logits > 0, mask > 0)

@@ -30,13 +30,17 @@ class TransfinerNet3D(nn.Module):
         features: channels per level of the U-Net body, finest first.
         first_stride: the body's first down-sampling.
         hidden: width of the point-wise head (1x1x1 convolutions = an MLP per voxel).
+        mask_prior: initial weight of the coarse label in the logit: the head predicts a correction of
+            ``mask_prior * (2 * mask - 1)`` (learnt), so an untrained head keeps the coarse mask, as Mask Transfiner
+            refines the coarse mask's prediction rather than predicting from nothing; 0 = no prior.
     """
 
     def __init__(self, features: Sequence[int] = (8, 16, 32), first_stride: int | Sequence[int] = (1, 2, 2),
-                 hidden: int = 32) -> None:
+                 hidden: int = 32, mask_prior: float = 0.0) -> None:
         super().__init__()
         if hidden < 1:
             raise ValueError(f"hidden must be >= 1, got {hidden}")
+        self.mask_prior = nn.Parameter(torch.tensor(float(mask_prior)))
         self.body = RefinerBody(2, features, first_stride)
         width = self.body.features[0] + self.body.features[-1] + 2
         self.head = nn.Sequential(nn.Conv3d(width, hidden, 1), nn.GELU(), nn.Conv3d(hidden, hidden, 1), nn.GELU(),
@@ -45,7 +49,7 @@ class TransfinerNet3D(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         fine, coarse = self.body(x)
         coarse = F.interpolate(coarse, size=fine.shape[2:], mode="trilinear", align_corners=False)
-        return self.head(torch.cat([fine, coarse, x], dim=1))
+        return self.head(torch.cat([fine, coarse, x], dim=1)) + self.mask_prior * (2 * x[:, 1:2] - 1)
 
     def predict(self, image: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         check_pair(image, mask)
