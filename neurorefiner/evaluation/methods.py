@@ -160,7 +160,9 @@ def method_node(cfg: DictConfig, name: str) -> DictConfig:
             known = sorted(set(registry) | {p.stem for p in (conf_dir() / "method").glob("*.yaml")})
             raise InputError(f"unknown method {name!r}; available: {', '.join(known)}")
         # resolved inside the run's config, so ${agent} and ${paths...} mean what they mean there
-        holder = OmegaConf.merge(cfg, {"_method_": OmegaConf.load(path)})
+        holder = cfg.copy()
+        OmegaConf.set_struct(holder, False)  # a composed run's config is in struct mode: no new keys otherwise
+        holder = OmegaConf.merge(holder, {"_method_": OmegaConf.load(path)})
         node = OmegaConf.to_container(holder._method_, resolve=True)
     return OmegaConf.create(node)  # type: ignore[arg-type]
 
