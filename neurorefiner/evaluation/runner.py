@@ -15,6 +15,15 @@ never reused. Volumes run in parallel as a Hydra multirun over ``cases`` (``hydr
 ``method_registry.neurorefiner.t_max``) gets one table of all its jobs in the sweep dir from the rows each
 job returns (:mod:`neurorefiner.evaluation.sweep`). Rows of one method under different settings are never
 averaged together (:func:`neurorefiner.evaluation.tables.label_methods`).
+
+Besides the rows: each method's mask is written as a compressed TIFF (``save_masks``, default on:
+``<out_dir>/masks/<split>/<segmenter>/<method>-<key>/<case>.tif``, opens in Fiji and napari) and one
+comparison figure per volume in the paper's Figure 4 style (``figures``, default on:
+``<out_dir>/figures/<split>/<segmenter>/<case>.png``, :mod:`neurorefiner.evaluation.figures`). A volume whose
+rows are read back still gets its figure, from the masks an earlier run saved; a method with no saved mask
+gets a panel saying so. With ``logger`` set (``conf/logger/``, e.g. ``logger=wandb``, offline by default) the
+per-volume rows, the summary and the figures go to the experiment loggers
+(:mod:`neurorefiner.evaluation.run_log`); without it nothing is built or imported.
 """
 
 from __future__ import annotations
@@ -32,10 +41,11 @@ from tqdm import tqdm
 
 from neurorefiner.data.cases import Case
 from neurorefiner.errors import InputError
+from neurorefiner.evaluation.figures import zmip
 from neurorefiner.evaluation.methods import build_method, method_key, method_node
 from neurorefiner.evaluation.paper_tables import provenance
 from neurorefiner.evaluation.tables import label_methods, markdown_table, summarize, write_rows_csv
-from neurorefiner.io import read_mask
+from neurorefiner.io import read_mask, write_volume
 from neurorefiner.io.atomic import atomic_path, write_text_atomic
 from neurorefiner.tracing.seeding import marker_nearest_root
 
@@ -98,9 +108,11 @@ def _select_cases(cfg: DictConfig, cases: list[Case]) -> list[Case]:
     return cases
 
 
-def evaluate(cfg: DictConfig, dataset, cases: list[Case]) -> list[dict]:  # type: ignore[no-untyped-def]
+def evaluate(cfg: DictConfig, dataset, cases: list[Case],  # type: ignore[no-untyped-def]
+             loggers: list[Any] | None = None) -> list[dict]:
     """One row per (split, segmenter, method, protocol, volume), each with every metric and the method's and
-    the scoring's seconds; rows already made under the same settings are read back, not recomputed."""
+    the scoring's seconds; rows already made under the same settings are read back, not recomputed.
+    ``loggers``: experiment loggers to send the results to (None: built from ``cfg.logger``, none if unset)."""
     from hydra.utils import instantiate
 
     protocols = list(cfg.get("protocols") or ["full_volume"])
@@ -130,6 +142,10 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case]) -> list[dict]:  # type
                disable=not progress)
     initial: MaskSource | None = None
     commit = provenance("")["commit"]  # the code a row was made with (rows are reused across commits)
+    figures, save_masks = bool(cfg.get("figures", True)), bool(cfg.get("save_masks", True))
+    masks_dir = out_dir / "masks" / str(cfg.split) / str(cfg.segmenter)
+    mips: dict[tuple[str, str], np.ndarray] = {}  # (method or "", case) -> z-MIP, "" = the initial mask
+    image_mips: dict[str, tuple[np.ndarray, tuple[int, ...]]] = {}  # case -> (image z-MIP, stack shape)
     for name in methods:
         node, key = nodes[name], method_key(nodes[name])
         method = None
@@ -152,6 +168,13 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case]) -> list[dict]:  # type
                 t0 = time.perf_counter()
                 mask = np.asarray(method(image, init, case, spacing=spacing), dtype=bool)
                 seconds_method = time.perf_counter() - t0
+                if save_masks:
+                    write_volume(masks_dir / f"{name}-{key}" / f"{case.name}.tif", mask, spacing=spacing)
+                if figures:  # the projections are all a figure needs: kept for every case, not the stacks
+                    mips[(name, case.name)] = zmip(mask)
+                    image_mips.setdefault(case.name, (zmip(image), tuple(image.shape)))
+                    if init is not None:
+                        mips.setdefault(("", case.name), zmip(init))
                 extra = dict(getattr(method, "last_info", {}) or {})
                 for protocol in todo:
                     t1 = time.perf_counter()
@@ -174,11 +197,81 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case]) -> list[dict]:  # type
     title = f"# {dataset.name} ({'SYNTHETIC data' if synthetic else 'real data'}), split {cfg.split}\n\n"
     write_text_atomic(out_dir / "table.md", title + table)
     print(title + table)
+    made: dict[str, Path] = {}
+    if figures:
+        if initial is None:
+            initial = initial_mask(dataset.name, cfg.segmenter, cfg.split, ds_kwargs)
+        made = write_figures(out_dir / "figures" / str(cfg.split) / str(cfg.segmenter), cases, methods,
+                             {m: masks_dir / f"{m}-{method_key(nodes[m])}" for m in methods}, rows, mips,
+                             image_mips, initial, str(cfg.segmenter), dataset.name)
+    if loggers is None:
+        from neurorefiner.training.loggers import build_loggers
+
+        loggers = build_loggers(cfg)  # [] when cfg.logger is unset: nothing imported
+    if loggers:
+        from neurorefiner.evaluation.run_log import log_evaluation
+
+        log_evaluation(loggers, rows, summarize(rows, group="method_protocol"), made,
+                       {"dataset": dataset.name, "split": str(cfg.split), "segmenter": str(cfg.segmenter),
+                        "methods": methods, "protocols": protocols, "settings_key": settings_key(cfg),
+                        "method_keys": {m: method_key(nodes[m]) for m in methods}, "commit": commit,
+                        "out_dir": str(out_dir)})
     if cfg.get("table"):
         from neurorefiner.evaluation.paper_tables import write_paper_table
 
         write_paper_table(cfg, table_rows(cfg, out_dir / "rows" / settings_key(cfg) / str(cfg.split), rows), dataset)
     return rows
+
+
+def write_figures(fig_dir: Path, cases: list[Case], methods: list[str], mask_dirs: dict[str, Path],
+                  rows: list[dict], mips: dict[tuple[str, str], np.ndarray],
+                  image_mips: dict[str, tuple[np.ndarray, tuple[int, ...]]],
+                  initial: MaskSource | None, segmenter: str, dataset: str) -> dict[str, Path]:
+    """One comparison figure per case (``<fig_dir>/<case>.png``): image, gold, the initial mask and each
+    method's mask, from the projections this run kept, else the masks an earlier run saved under
+    ``mask_dirs[method]``; a method with neither gets a panel that says why. Returns case -> figure path."""
+    from neurorefiner.evaluation.figures import Panel, best_scores, write_comparison
+
+    out: dict[str, Path] = {}
+    for case in cases:
+        if case.name in image_mips:
+            image, shape = image_mips[case.name]
+        else:
+            vol = case.image()
+            image, shape = zmip(vol.normalized()), tuple(vol.shape)
+        gold = zmip(case.label(shape))
+        panels = []
+        if "initial" not in methods:
+            init = mips.get(("", case.name))
+            note = ""
+            if init is None and initial is not None:
+                try:
+                    # the source reads the segmenter's cached mask, never the image
+                    init = zmip(np.asarray(initial(case, None), bool))  # type: ignore[arg-type]
+                except (InputError, FileNotFoundError) as exc:
+                    note = f"initial mask not available: {exc}"
+            panels.append(Panel(f"initial mask ({segmenter})", init, None, note))
+        missing = []
+        for name in methods:
+            mip = mips.get((name, case.name))
+            note = ""
+            if mip is None:
+                path = mask_dirs[name] / f"{case.name}.tif"
+                if path.exists():
+                    mip = zmip(read_mask(path).load())
+                else:
+                    missing.append(f"{name} ({path})")
+                    note = "mask not available:\nits rows were read back\nfrom a run that saved no mask"
+            panels.append(Panel(name, mip, best_scores(rows, name, case.name), note))
+        if missing:
+            print(f"figure {case.name}: no saved mask for {', '.join(missing)}: their rows were read back from a "
+                  "run with save_masks=false (or older); delete those rows to recompute them and get the panel")
+        out[case.name] = write_comparison(
+            fig_dir / f"{case.name}.png", image, gold, panels,
+            title=f"{dataset} / {case.split} / {case.name}  (initial masks: {segmenter})")
+    if out:
+        print(f"figures: {fig_dir}")
+    return out
 
 
 def table_rows(cfg: DictConfig, split_dir: Path, rows: list[dict]) -> list[dict]:
