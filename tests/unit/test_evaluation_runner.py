@@ -57,8 +57,8 @@ def test_both_protocols_give_rows_and_a_table(tmp_path: Path) -> None:
 
 
 def test_unknown_method_and_protocol_are_clear_errors(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="unknown method 'segfix'"):
-        _run(_cfg(tmp_path, "methods=[segfix]"))
+    with pytest.raises(InputError, match="unknown method 'no_such_method'"):
+        _run(_cfg(tmp_path, "methods=[no_such_method]"))
     with pytest.raises(InputError, match="unknown protocol"):
         _run(_cfg(tmp_path, "protocols=[guess]"))
 
