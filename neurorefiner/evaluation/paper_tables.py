@@ -97,7 +97,8 @@ def collect(rows: Sequence[dict], specs: Sequence[dict], protocol: str | None, m
         sel = [r for r in rows if _matches(r, spec, protocol)]
         s: dict = {"label": spec.get("label", spec["method"]), "method": spec["method"], "n": len(sel),
                    "marks": dict(spec.get("marks") or {}), "x": spec.get("x"),
-                   "runs": sorted({(str(r.get("method_key", "")), str(r["case"])) for r in sel})}
+                   "runs": sorted({(str(r.get("split", "")), str(r.get("segmenter", "")), str(r.get("method_key", "")),
+                                    str(r["case"])) for r in sel})}
         for m in metrics:
             vals = _finite([r.get(m) for r in sel])
             s[m] = sum(vals) / len(vals) if vals else float("nan")
@@ -181,15 +182,21 @@ def edit_shares(summaries: Sequence[dict], trace_root: Path | None = None) -> st
     return "\n".join(lines)
 
 
+def trace_dir(trace_root: Path, split: str, segmenter: str, method: str, method_key: str) -> Path:
+    """Where the runner keeps one method's agent traces (one JSONL per volume): per split and segmenter, since
+    a method with one key runs on the masks of several segmenters (and the volumes' names repeat)."""
+    return Path(trace_root) / str(split) / str(segmenter) / f"{method}-{method_key}"
+
+
 def editor_changes(trace_root: Path, summary: dict) -> tuple[int, int] | None:
     """(editor calls, calls that changed any voxel) in the traces of a summary's volumes, or None without
-    traces (``<trace_root>/<method>-<method_key>/<case>.jsonl``, as the runner writes them)."""
+    traces (:func:`trace_dir` of each volume's run, as the runner writes them)."""
     import json
 
     calls = changed = 0
     found = False
-    for key, case in summary.get("runs", []):
-        path = trace_root / f"{summary['method']}-{key}" / f"{case}.jsonl"
+    for split, segmenter, key, case in summary.get("runs", []):
+        path = trace_dir(trace_root, split, segmenter, summary["method"], key) / f"{case}.jsonl"
         if not path.exists():
             continue
         found = True

@@ -43,7 +43,7 @@ from neurorefiner.data.cases import Case
 from neurorefiner.errors import InputError
 from neurorefiner.evaluation.figures import zmip
 from neurorefiner.evaluation.methods import build_method, method_key, method_node
-from neurorefiner.evaluation.paper_tables import provenance
+from neurorefiner.evaluation.paper_tables import provenance, trace_dir
 from neurorefiner.evaluation.tables import label_methods, markdown_table, summarize, write_rows_csv
 from neurorefiner.io import read_mask, write_volume
 from neurorefiner.io.atomic import atomic_path, write_text_atomic
@@ -156,7 +156,8 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case],  # type: ignore[no-unt
             rows.extend(json.loads(files[p].read_text()) for p in protocols if p not in todo)
             if todo:
                 if method is None:
-                    method = build_method(node, out_dir / "traces" / f"{name}-{key}")
+                    traces = trace_dir(out_dir / "traces", str(cfg.split), str(cfg.segmenter), name, key)
+                    method = build_method(node, traces)
                 vol = case.image()
                 spacing = case.spacing or vol.spacing
                 image = vol.normalized()

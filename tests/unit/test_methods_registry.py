@@ -82,7 +82,7 @@ def test_rows_per_method_with_timing_and_edit_counts(tmp_path: Path, monkeypatch
     assert all(r["protocol"] == "root_seeded" and "F1" in r and r["seconds_method"] >= 0 for r in rows)
     nr = rows[2]
     assert {"edits_accepted", "edits_rejected", "edits_escalated", "rounds"} <= set(nr)
-    traces = list((tmp_path / "out" / "traces").glob("neurorefiner-*/*.jsonl"))
+    traces = list((tmp_path / "out" / "traces" / "test" / "otsu").glob("neurorefiner-*/*.jsonl"))
     assert len(traces) == 1
     # a second run reads every row back: same numbers, nothing recomputed
     again = _run(_cfg(tmp_path, "methods=[initial,classical]"), tmp_path, monkeypatch)

@@ -83,13 +83,17 @@ def test_not_run_table_lists_every_row_with_the_reason(tmp_path: Path) -> None:
 def test_editor_calls_that_changed_voxels_are_read_from_the_traces(tmp_path: Path) -> None:
     import json
 
-    from neurorefiner.evaluation.paper_tables import edit_shares
+    from neurorefiner.evaluation.paper_tables import edit_shares, trace_dir
 
-    rows = [{**r, "method_key": "k1"} for r in _rows()]
-    trace = tmp_path / "traces" / "neurorefiner-k1"
+    rows = [{**r, "method_key": "k1", "split": "test"} for r in _rows()]
+    trace = trace_dir(tmp_path / "traces", "test", "unet3d", "neurorefiner", "k1")
     trace.mkdir(parents=True)
     recs = [{"role": "editor", "decision": {"added": 3, "removed": 0}},
             {"role": "editor", "decision": {"added": 0, "removed": 0}}, {"role": "validator", "decision": {}}]
     (trace / "a.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    # the same method, key and volume on another segmenter's masks: its own trace, never counted here
+    other = trace_dir(tmp_path / "traces", "test", "nnunet_style", "neurorefiner", "k1")
+    other.mkdir(parents=True)
+    (other / "a.jsonl").write_text("\n".join(json.dumps(recs[0]) for _ in range(5)) + "\n")
     text = edit_shares(collect(rows, SPECS, "root_seeded", ["F1"]), tmp_path / "traces")
     assert "editor calls that changed any voxel: 1 of 2" in text
