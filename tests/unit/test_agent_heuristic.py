@@ -220,3 +220,20 @@ def test_short_dim_gap_is_a_break_long_dim_gap_is_not() -> None:
     assert [d.kind for d in find_defects(*pieces(3), settings=settings)] == ["FN"]
     assert find_defects(*pieces(15), settings=settings) == []
     assert find_defects(*pieces(3), settings=DetectSettings(gap_max=20, signal_by_gap=False)) == []
+
+
+def test_compact_specks_are_never_break_ends_so_noise_is_not_chained_to_the_tree() -> None:
+    """Bright compact blobs a few voxels from a fibre's end and from each other: noise, not a broken
+    neurite. With ends_not_blobs they are flagged FP and no break joins them; without, they were breaks."""
+    from neurorefiner.agents.heuristic.detect import DetectSettings, find_defects
+
+    m = np.zeros(SHAPE, bool)
+    tube_x(m, 16, 32, 2, 30)
+    for k in range(3):                         # 3 x 4 x 4 blobs in a row beyond the fibre's end
+        m[15:18, 30:34, 33 + 7 * k: 37 + 7 * k] = True
+    haze = m.copy()
+    haze[15:18, 30:34, 28:54] = True           # bright between them (blur, background texture)
+    image = volume_with(m, haze)
+    kinds = sorted(d.kind for d in find_defects(m, image))
+    assert kinds == ["FP", "FP", "FP"]
+    assert "FN" in {d.kind for d in find_defects(m, image, settings=DetectSettings(ends_not_blobs=False))}

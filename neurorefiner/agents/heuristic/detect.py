@@ -2,7 +2,8 @@
 
 What a person looks for in the paper's Inspector prompt, written as geometry:
 
-* **FN (a break)**: two large enough components whose closest points are within ``gap_max`` voxels, at
+* **FN (a break)**: two large enough components, neither a compact blob of noise (``ends_not_blobs``: the
+  noise rule below), whose closest points are within ``gap_max`` voxels, at
   least one of them an *end* facing the other (the component's mass near that point lies behind it,
   away from the gap), and image signal along the straight gap (its lower quartile well above the
   background). Pairs are taken shortest first, and only while they join pieces not yet joined, so a
@@ -43,6 +44,7 @@ class DetectSettings:
     end_radius: float = 8.0
     signal_path: bool = True      # measure the gap's signal along the brightest path (False: the straight line)
     signal_by_gap: bool = True    # the signal bar is signal_min x gap / gap_max (False: signal_min at any gap)
+    ends_not_blobs: bool = True   # a compact piece up to blob_max_size (noise by find_noise's rule) ends no break
 
 
 def _zscale(spacing: Sequence[float]) -> np.ndarray:
@@ -132,18 +134,27 @@ def find_breaks(mask: np.ndarray, image: np.ndarray, labels: np.ndarray, sizes: 
                 spacing: Sequence[float], s: DetectSettings) -> list[tuple[Defect, int, int]]:
     """FN defects (with the two component labels each joins), shortest gap first."""
     scale = _zscale(spacing)
-    order = [int(c) for c in np.argsort(-sizes) if c > 0 and sizes[c] >= s.fn_min_size][: s.max_candidates]
-    if len(order) < 2:
+    by_size = [int(c) for c in np.argsort(-sizes) if c > 0 and sizes[c] >= s.fn_min_size]
+    if len(by_size) < 2:
         return []
     stats = cc3d.statistics(labels, no_slice_conversion=True)
     boxes = stats["bounding_boxes"]  # per label: z0, z1, y0, y1, x0, x1 (inclusive, array order)
     pts: dict[int, np.ndarray] = {}
-    trees: dict[int, cKDTree] = {}
-    for c in order:
+    order: list[int] = []
+    # a compact blob is noise, not a stretch of neurite: it is never a break's end (the noise rule's own
+    # test), so a field of specks is not chained into the tree; a bounded number of pieces is examined
+    for c in by_size[: 4 * s.max_candidates]:
         z0, z1, y0, y1, x0, x1 = (int(v) for v in boxes[c])
         local = np.argwhere(labels[z0:z1 + 1, y0:y1 + 1, x0:x1 + 1] == c) + np.array([z0, y0, x0])
+        if s.ends_not_blobs and sizes[c] <= s.blob_max_size and _elongation(local, scale) < s.blob_elongation:
+            continue
         pts[c] = local
-        trees[c] = cKDTree(local * scale)
+        order.append(c)
+        if len(order) == s.max_candidates:
+            break
+    if len(order) < 2:
+        return []
+    trees = {c: cKDTree(pts[c] * scale) for c in order}
     bg, fg = _intensity_levels(image, mask)
     found: list[tuple[float, Defect, int, int]] = []
     for i, ci in enumerate(order):
