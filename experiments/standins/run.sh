@@ -27,7 +27,7 @@ for step in $STEPS; do
     choose)
       for p in $PRESETS; do
         $NR choose-postprocess --dataset "$p" --arch unet3d --model "checkpoints/segmenters/unet3d_${p}_cpu.pt" \
-          --threshold 0.3 --threshold 0.4 --threshold 0.5 --threshold 0.6 --bridge 0 --out "$OUT/postprocess" --record
+          --threshold 0.1 --threshold 0.2 --threshold 0.3 --threshold 0.4 --threshold 0.5 --threshold 0.6 --bridge 0 --out "$OUT/postprocess" --record
       done ;;
     card)
       $NR standin-card $PRESETS ;;

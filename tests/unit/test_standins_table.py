@@ -32,3 +32,14 @@ def test_rows_become_the_table_beside_the_paper(tmp_path: Path) -> None:
 def test_no_rows_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no stand-in rows"):
         standins_table(tmp_path / "nothing", tmp_path / "out")
+
+
+def test_an_empty_trace_does_not_make_the_mean_distance_infinite(tmp_path: Path) -> None:
+    rows = tmp_path / "rows" / "synthetic_cwmbs_weak_unet3d"
+    _row(rows, "synthetic_cwmbs_weak_test_000", "root_seeded", 0.5)
+    _row(rows, "synthetic_cwmbs_weak_test_001", "root_seeded", 0.0)
+    path = next(rows.glob("rows/*/test/unet3d/*test_001.json"))
+    path.write_text(json.dumps({**json.loads(path.read_text()), "SD": float("inf"), "SSD": float("inf")}))
+    md = standins_table(tmp_path / "rows", tmp_path / "out")
+    line = next(x for x in md.splitlines() if x.startswith("| synthetic_cwmbs_weak"))
+    assert "inf" not in line and "| 2.00 | 3.00 |" in line and "| 25.00 |" in line
