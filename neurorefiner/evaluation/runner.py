@@ -71,6 +71,20 @@ def initial_mask(dataset: str, segmenter: str, split: str, dataset_kwargs: dict[
     return source
 
 
+def cached_initial_mask(dataset: str, segmenter: str) -> MaskSource:
+    """The segmenter's masks as far as the cache already holds them, never made: a figure of a run whose
+    methods need no initial mask (``gold_mask``) must not segment the whole split to draw one panel."""
+    from neurorefiner.paths import init_mask_path
+
+    def source(case: Case, image: np.ndarray | None) -> np.ndarray:
+        path = init_mask_path(dataset, segmenter, case.name)
+        if not path.exists():
+            raise InputError("not made in this run (no method needed it) and not in the cache", path)
+        return read_mask(path).load()
+
+    return source
+
+
 def gold_mask() -> MaskSource:
     """The rasterised gold tree itself: an upper bound that checks the tracing + metrics chain."""
     return lambda case, image: case.label(image.shape)
@@ -201,7 +215,7 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case],  # type: ignore[no-unt
     made: dict[str, Path] = {}
     if figures:
         if initial is None:
-            initial = initial_mask(dataset.name, cfg.segmenter, cfg.split, ds_kwargs)
+            initial = cached_initial_mask(dataset.name, str(cfg.segmenter))
         made = write_figures(out_dir / "figures" / str(cfg.split) / str(cfg.segmenter), cases, methods,
                              {m: masks_dir / f"{m}-{method_key(nodes[m])}" for m in methods}, rows, mips,
                              image_mips, initial, str(cfg.segmenter), dataset.name)

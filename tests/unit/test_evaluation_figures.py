@@ -219,3 +219,20 @@ def test_wandb_logger_writes_tables_and_figures_offline(tmp_path: Path, monkeypa
     import wandb
 
     assert wandb.run is None  # finished: nothing left open for the next run
+
+
+def test_a_run_that_needs_no_initial_mask_never_makes_one_for_its_figure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drawn: list[dict]) -> None:
+    """methods=[gold_mask] on a split with nothing cached: the figure's initial-mask panel says why it is
+    empty; segmenting the whole split to draw it (what CI timed out on, DIADEM dev) is never done."""
+    from neurorefiner.inference import init_masks
+
+    def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("initial masks made for a figure")
+
+    monkeypatch.setattr(init_masks, "write_init_masks", refuse)
+    monkeypatch.setattr("neurorefiner.paths.cache_dir", lambda: tmp_path / "empty-cache")
+    _run(_cfg(tmp_path, "methods=[gold_mask]"), tmp_path, monkeypatch)
+    (call,) = drawn
+    first = call["panels"][0]
+    assert first.name == "initial mask (otsu)" and first.mip is None and "not made in this run" in first.note
