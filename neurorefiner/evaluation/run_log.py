@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from neurorefiner.evaluation.tables import row_columns
+
 
 def _cell(value: Any) -> Any:
     """A table cell of one type per column: numbers as float, text as text, missing as None."""
@@ -28,9 +30,7 @@ def _cell(value: Any) -> Any:
 
 def table(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[Any]]]:
     """Columns (the union of the rows' keys, first-seen order) and one list of cells per row."""
-    columns: list[str] = []
-    for row in rows:
-        columns.extend(k for k in row if k not in columns)
+    columns = row_columns(rows)
     return columns, [[_cell(row.get(c)) for c in columns] for row in rows]
 
 

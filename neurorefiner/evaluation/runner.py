@@ -207,7 +207,8 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case],  # type: ignore[no-unt
     bar.close()
     label_methods(rows)  # "method (protocol)"; method[key] if one name ever came with two settings
     write_rows_csv(out_dir / "per_volume.csv", rows)
-    table = markdown_table(summarize(rows, group="method_protocol"), group="method_protocol")
+    summary = summarize(rows, group="method_protocol")
+    table = markdown_table(summary, group="method_protocol")
     synthetic = dataset.name.startswith("synthetic") or dataset.name == "tiny"
     title = f"# {dataset.name} ({'SYNTHETIC data' if synthetic else 'real data'}), split {cfg.split}\n\n"
     write_text_atomic(out_dir / "table.md", title + table)
@@ -226,7 +227,7 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case],  # type: ignore[no-unt
     if loggers:
         from neurorefiner.evaluation.run_log import log_evaluation
 
-        log_evaluation(loggers, rows, summarize(rows, group="method_protocol"), made,
+        log_evaluation(loggers, rows, summary, made,
                        {"dataset": dataset.name, "split": str(cfg.split), "segmenter": str(cfg.segmenter),
                         "methods": methods, "protocols": protocols, "settings_key": settings_key(cfg),
                         "method_keys": {m: method_key(nodes[m]) for m in methods}, "commit": commit,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from neurorefiner.io.atomic import atomic_path
 
@@ -13,11 +14,17 @@ PAPER_METRICS = ("SD", "SSD", "PRE", "REC", "F1", "MES")
 LOWER_IS_BETTER = {"SD", "SSD", "pSSD"}
 
 
-def write_rows_csv(path: Path, rows: Sequence[dict]) -> Path:
-    """Per-volume rows, one CSV (atomic)."""
+def row_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Every key of the rows, in first-seen order (rows of different methods carry different extras)."""
     keys: list[str] = []
     for row in rows:
         keys.extend(k for k in row if k not in keys)
+    return keys
+
+
+def write_rows_csv(path: Path, rows: Sequence[dict]) -> Path:
+    """Per-volume rows, one CSV (atomic)."""
+    keys = row_columns(rows)
     with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=keys)
         writer.writeheader()

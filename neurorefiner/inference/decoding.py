@@ -498,13 +498,15 @@ def _absorb_slivers(out: np.ndarray, before: np.ndarray, box: tuple[slice, ...],
     done = [j for j in joins if j.painted]
     radii = tuple(min(j.radii[a] for j in done) + cfg.tube_pad for a in range(3))
     attached = 0
+    objects = ndi.find_objects(labels)  # each piece is read in its own box, not by a pass over the room
     for k in range(1, n + 1):
         if k in joined or size[k] > cfg.absorb_size:
             continue
-        piece = labels == k
-        if not search[piece].all() or not near_bridge[piece].any():
+        sl = objects[k - 1]
+        piece = labels[sl] == k
+        if not search[sl][piece].all() or not near_bridge[sl][piece].any():
             continue
-        at = np.argwhere(piece)
+        at = np.argwhere(piece) + np.array([s.start for s in sl])
         d = dist[tuple(at.T)]
         i = int(np.argmin(d))
         if d[i] > cfg.absorb_gap + 1:

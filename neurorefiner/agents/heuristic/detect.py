@@ -5,9 +5,12 @@ What a person looks for in the paper's Inspector prompt, written as geometry:
 * **FN (a break)**: two large enough components, neither a compact blob of noise (``ends_not_blobs``: the
   noise rule below), whose closest points are within ``gap_max`` voxels, at
   least one of them an *end* facing the other (the component's mass near that point lies behind it,
-  away from the gap), and image signal along the straight gap (its lower quartile well above the
-  background). Pairs are taken shortest first, and only while they join pieces not yet joined, so a
-  chain of fragments gives a chain of breaks, not every pair.
+  away from the gap), and image signal in the gap: the lower quartile along the brightest path between
+  the ends (``signal_path``; the straight line otherwise) above ``signal_min`` of the way from background to
+  foreground, a bar that shrinks with the gap (``signal_by_gap``: a few dim voxels between facing ends are
+  where the segmenter's threshold cut a neurite, a long dark gap is two fibres). Pairs are taken shortest
+  first, and only while they join pieces not yet joined, so a chain of fragments gives a chain
+  of breaks, not every pair.
 * **FP (noise)**: a component that is not the largest, not part of a break, and either tiny
   (``<= fp_max_size`` voxels) or a compact blob (``<= blob_max_size`` voxels and not elongated).
 
@@ -92,11 +95,13 @@ def gap_signal(image: np.ndarray, a: np.ndarray, b: np.ndarray, bg: float, fg: f
     t = np.linspace(0.0, 1.0, n)[1:-1, None]
     pts = np.rint(a[None] + t * (b - a)[None]).astype(int)
     pts = np.clip(pts, 0, np.array(image.shape) - 1)
-    vals = image[pts[:, 0], pts[:, 1], pts[:, 2]]
+    return _lower_quartile(image[pts[:, 0], pts[:, 1], pts[:, 2]], bg, fg)
+
+
+def _lower_quartile(vals: np.ndarray, bg: float, fg: float) -> float:
+    """The samples' lower quartile from 0 (background) to 1 (foreground); 0 without contrast."""
     span = fg - bg
-    if span <= 1e-6:
-        return 0.0
-    return float((np.percentile(vals, 25) - bg) / span)
+    return 0.0 if span <= 1e-6 else float((np.percentile(vals, 25) - bg) / span)
 
 
 def path_signal(image: np.ndarray, a: np.ndarray, b: np.ndarray, bg: float, fg: float,
@@ -105,14 +110,12 @@ def path_signal(image: np.ndarray, a: np.ndarray, b: np.ndarray, bg: float, fg: 
     a curved neurite's gap is dark on the straight line and bright along the fibre."""
     from neurorefiner.baselines.classical import brightest_path
 
-    span = fg - bg
-    if span <= 1e-6:
+    if fg - bg <= 1e-6:
         return 0.0
     path = brightest_path(image, np.asarray(a, int), np.asarray(b, int), scale)
     if len(path) <= 2:
         return 1.0
-    vals = image[tuple(np.asarray(path[1:-1]).T)]
-    return float((np.percentile(vals, 25) - bg) / span)
+    return _lower_quartile(image[tuple(np.asarray(path[1:-1]).T)], bg, fg)
 
 
 def _facing(tree: cKDTree, coords: np.ndarray, p: np.ndarray, towards: np.ndarray, radius: float) -> float:

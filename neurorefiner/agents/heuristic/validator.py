@@ -43,7 +43,7 @@ class HeuristicValidator:
     def _allowed(self, advice: Advice) -> np.ndarray:
         frame = advice.frame
         region = advice.instruction.region(frame.shape)
-        if advice.instruction.op in ("connect", "repair") and self.connect_margin != self.margin:
+        if advice.instruction.op in ("connect", "repair"):
             region = grow(region, self.connect_margin)   # the editor's own box growth
         elif self.margin > 0:
             region = ndi.binary_dilation(region, iterations=self.margin)
