@@ -197,7 +197,7 @@ def refine_block(ctx: BlockContext, flag: Flag, defects: list[tuple[int, Defect]
             status["instruction"] = advice.instruction.format()
             status["reason"] = verdict.reason
             if verdict.accept:
-                ctx.mask[advice.frame.window] = after
+                ctx.apply(advice.frame.window, after)
                 window = tuple(slice(s.start + o, s.stop + o) for s, o in zip(advice.frame.window, ctx.origin))
                 edits.append(Edit(window, before, after))  # type: ignore[arg-type]
                 status["status"] = "fixed"

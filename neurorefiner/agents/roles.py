@@ -163,10 +163,30 @@ class BlockContext:
     mask: np.ndarray                # region mask (the working copy: accepted edits of this block applied)
     editor_size: tuple[int, int, int]
     spacing: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    _components: tuple[np.ndarray, int, np.ndarray] | None = field(default=None, init=False, repr=False,
+                                                                     compare=False)
 
     @property
     def origin(self) -> np.ndarray:
         return np.array([s.start for s in self.region])
+
+    def components(self) -> tuple[np.ndarray, int, np.ndarray]:
+        """Labels, count and sizes (index = label) of the region mask's 26-connected components.
+
+        Labelling the region is the heuristic roles' main cost: the Advisor and the Validator each need it
+        for every try, and it changes only when an edit is accepted, so it is computed once per mask state
+        (``apply`` forgets it). Callers must treat the arrays as read-only."""
+        if self._components is None:
+            from neurorefiner.topology.components import label_components
+
+            labels, n = label_components(self.mask)
+            self._components = (labels, n, np.bincount(labels.ravel(), minlength=n + 1))
+        return self._components
+
+    def apply(self, window: Slices, after: np.ndarray) -> None:
+        """Write an accepted edit into the region mask (the only way the mask may change)."""
+        self.mask[window] = after
+        self._components = None
 
     @property
     def block_in_region(self) -> Slices:

@@ -237,3 +237,32 @@ def test_compact_specks_are_never_break_ends_so_noise_is_not_chained_to_the_tree
     kinds = sorted(d.kind for d in find_defects(m, image))
     assert kinds == ["FP", "FP", "FP"]
     assert "FN" in {d.kind for d in find_defects(m, image, settings=DetectSettings(ends_not_blobs=False))}
+
+
+def test_component_voxels_match_a_whole_volume_search() -> None:
+    """The Advisor finds a piece's voxels in a growing box: same voxels, same order, as argwhere over all."""
+    from neurorefiner.topology.components import component_voxels, label_components
+
+    rng = np.random.default_rng(3)
+    m = rng.random((24, 48, 48)) > 0.93
+    tube_x(m, 12, 20, 0, 48)  # one piece spanning the volume, beyond the first box
+    labels, n = label_components(m)
+    sizes = np.bincount(labels.ravel(), minlength=n + 1)
+    for seed in [tuple(int(v) for v in p) for p in np.argwhere(m)[::97]] + [(12, 20, 0)]:
+        want = np.argwhere(labels == labels[seed])
+        got = component_voxels(labels, sizes, seed, radius=2)
+        assert np.array_equal(got, want)
+    background = tuple(int(v) for v in np.argwhere(~m)[0])
+    assert component_voxels(labels, sizes, background).shape == (0, 3)
+
+
+def test_block_components_are_reused_until_an_edit_is_applied() -> None:
+    m = np.zeros(SHAPE, bool)
+    tube_x(m, 16, 8, 2, 20)
+    tube_x(m, 16, 8, 30, 50)
+    ctx = context(m, volume_with(m))
+    first = ctx.components()
+    assert first[1] == 2 and ctx.components() is first          # one labelling per mask state
+    ctx.apply(tuple(slice(None) for _ in SHAPE), m | np.pad(np.ones((3, 3, 10), bool), [(15, 14), (7, 54), (20, 34)]))
+    labels, n, sizes = ctx.components()
+    assert n == 1 and sizes[1] == int(ctx.mask.sum())           # the applied edit joined the two pieces

@@ -19,7 +19,7 @@ import numpy as np
 from neurorefiner.agents.editor import frame_around
 from neurorefiner.agents.heuristic.detect import DetectSettings, find_defects
 from neurorefiner.agents.roles import Advice, Attempt, BlockContext, CallInfo, Defect, EditFrame, Flag, Step
-from neurorefiner.topology.blocks import label_components
+from neurorefiner.topology.components import component_voxels
 from neurorefiner.topology.instructions import Instruction
 from neurorefiner.topology.positions import cell_index, locate
 
@@ -49,7 +49,7 @@ class HeuristicAdvisor:
     # --- what to fix
     def _find(self, ctx: BlockContext, kind: str) -> Defect | None:
         """A defect of ``kind`` in the block when the Inspector named only the block (a VLM does)."""
-        found = find_defects(ctx.mask, ctx.image, ctx.spacing, self.detect)
+        found = find_defects(ctx.mask, ctx.image, ctx.spacing, self.detect, labels=ctx.components()[0])
         b = ctx.block_in_region
         for d in found:
             mid = np.asarray(d.anchors, dtype=float).mean(axis=0)
@@ -85,8 +85,8 @@ class HeuristicAdvisor:
         z, y, x = (int(v) for v in np.clip(anchor, 0, np.array(ctx.mask.shape) - 1))
         if not ctx.mask[z, y, x]:
             return []  # already gone (an earlier edit took it)
-        labels, _ = label_components(ctx.mask)
-        voxels = np.argwhere(labels == labels[z, y, x])
+        labels, _, sizes = ctx.components()
+        voxels = component_voxels(labels, sizes, (z, y, x))
         centre = voxels.mean(axis=0)
         out = []
         for c in (centre, centre + np.array([0, 8, 8])):

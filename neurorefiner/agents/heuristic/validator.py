@@ -73,14 +73,14 @@ class HeuristicValidator:
             what = "deleted" if op in ("connect", "repair") else "added"
             return verdict(False, f"not compliant: a {op} {what} {wrong} of {changed} changed voxels")
 
+        window = advice.frame.window
         region_after = ctx.mask.copy()
-        region_after[advice.frame.window] = after
-        lab_b, n_b = label_components(ctx.mask)
+        region_after[window] = after
+        lab_b, n_b, sizes = ctx.components()          # computed once per mask state, shared with the Advisor
         lab_a, n_a = label_components(region_after)
         checks.update(components_before=n_b, components_after=n_a)
-        sizes = np.bincount(lab_b.ravel())
-        lost = ctx.mask & ~region_after
-        large_lost = int((sizes[lab_b[lost]] >= self.large_size).sum()) if lost.any() else 0
+        lost = ctx.mask[window] & ~after              # the edit changed nothing outside its window
+        large_lost = int((sizes[lab_b[window][lost]] >= self.large_size).sum()) if lost.any() else 0
         checks["large_lost"] = large_lost
         if large_lost > self.max_large_loss:
             return verdict(False, f"topology worse: {large_lost} voxels of a large piece deleted")
@@ -99,8 +99,8 @@ class HeuristicValidator:
         if n_a < n_b:
             return verdict(True, f"denoised: {n_b} -> {n_a} components, -{removed} voxels at the named place")
         if anchors and ctx.mask[anchors[0]]:
-            target = lab_b == lab_b[anchors[0]]
-            share = float((target & ~region_after).sum()) / max(1, int(target.sum()))
+            piece = lab_b[anchors[0]]
+            share = float(((lab_b[window] == piece) & ~after).sum()) / max(1, int(sizes[piece]))
             checks["target_removed"] = round(share, 3)
             if share >= self.min_removed_share:
                 return verdict(True, f"denoised: {share:.0%} of the named piece removed")
