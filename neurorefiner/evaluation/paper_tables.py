@@ -289,7 +289,8 @@ def write_paper_table(cfg: DictConfig, rows: Sequence[dict], dataset: Any) -> di
         text += f"\nRows computed at commit(s): {', '.join(made)} (rows are reused until their settings change).\n"
     missing = [s["label"] for s in summaries if not s["n"]]
     if missing:
-        text += f"\nRows without results (not run): {', '.join(missing)}.\n"
+        why = spec.get("not_run_reason")
+        text += f"\nRows without results (not run{': ' + str(why) if why else ''}): {', '.join(missing)}.\n"
     if spec.get("notes"):
         text += "\n" + str(spec["notes"]).strip() + "\n"
     paths = {"md": out / f"{name}.md"}

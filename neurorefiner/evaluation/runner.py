@@ -134,14 +134,20 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case],  # type: ignore[no-unt
     if unknown:
         raise InputError(f"unknown protocol(s) {unknown}; use {', '.join(PROTOCOLS)}")
     table = cfg.get("table")
+    methods = [str(m) for m in cfg.methods]
     if table is not None and table.get("requires_server"):
         why = server_answers(str(cfg.agent.get("base_url", "")))
         if why is not None:
-            from neurorefiner.evaluation.paper_tables import write_not_run
+            why += "; start one (make serve-vlm prints the command) and rerun"
+            methods = [m for m in methods if not needs_server(method_node(cfg, m))]
+            if not methods:
+                from neurorefiner.evaluation.paper_tables import write_not_run
 
-            write_not_run(cfg, dataset.name, why + "; start one (make serve-vlm prints the command) and rerun")
-            return []
-    methods = [str(m) for m in cfg.methods]
+                write_not_run(cfg, dataset.name, why)
+                return []
+            # the rows that need no server (the initial masks) still run; the table says why the others did not
+            OmegaConf.set_struct(cfg, False)
+            cfg.methods, cfg.table.not_run_reason = methods, why
     nodes = {m: method_node(cfg, m) for m in methods}  # unknown names fail before any work
     tracer, scorer = instantiate(cfg.tracing), instantiate(cfg.metrics)
     out_dir = Path(cfg.out_dir)
@@ -307,6 +313,15 @@ def table_rows(cfg: DictConfig, split_dir: Path, rows: list[dict]) -> list[dict]
         row = json.loads(path.read_text())
         out.setdefault((row["segmenter"], row["method"], row["protocol"], row["case"]), row)
     return list(out.values())
+
+
+def needs_server(node: DictConfig) -> bool:
+    """Whether a method's agents talk to a model server (its agent backend, after its overrides, is ``vlm``)."""
+    agent = node.get("agent")
+    if not agent:
+        return False
+    backend = (node.get("agent_overrides") or {}).get("backend", agent.get("backend"))
+    return str(backend) == "vlm"
 
 
 def server_answers(base_url: str, timeout: float = 3.0) -> str | None:

@@ -97,3 +97,22 @@ def test_editor_calls_that_changed_voxels_are_read_from_the_traces(tmp_path: Pat
     (other / "a.jsonl").write_text("\n".join(json.dumps(recs[0]) for _ in range(5)) + "\n")
     text = edit_shares(collect(rows, SPECS, "root_seeded", ["F1"]), tmp_path / "traces")
     assert "editor calls that changed any voxel: 1 of 2" in text
+
+
+def test_rows_without_a_server_say_why_beside_the_rows_that_ran(tmp_path: Path) -> None:
+    """Table 4 without a VLM server: the initial masks' row runs, the model rows are listed with the reason
+    (it used to list every row, the initial one too, as not run)."""
+    paths = write_paper_table(_cfg(tmp_path, not_run_reason="no VLM server answered at http://x"), _rows(),
+                              _Ds("diadem"))
+    md = paths["md"].read_text()
+    assert "Rows without results (not run: no VLM server answered at http://x): Missing." in md
+    assert "| U-Net |" in md
+
+
+def test_only_methods_whose_agents_use_a_vlm_need_the_server() -> None:
+    from neurorefiner.evaluation.runner import needs_server
+
+    assert not needs_server(OmegaConf.create({"_target_": "initial"}))
+    assert not needs_server(OmegaConf.create({"agent": {"backend": "heuristic"}}))
+    assert needs_server(OmegaConf.create({"agent": {"backend": "vlm"}}))
+    assert needs_server(OmegaConf.create({"agent": {"backend": "heuristic"}, "agent_overrides": {"backend": "vlm"}}))
