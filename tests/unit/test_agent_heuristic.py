@@ -266,3 +266,23 @@ def test_block_components_are_reused_until_an_edit_is_applied() -> None:
     ctx.apply(tuple(slice(None) for _ in SHAPE), m | np.pad(np.ones((3, 3, 10), bool), [(15, 14), (7, 54), (20, 34)]))
     labels, n, sizes = ctx.components()
     assert n == 1 and sizes[1] == int(ctx.mask.sum())           # the applied edit joined the two pieces
+
+
+def test_pieces_next_to_the_tree_are_examined_whatever_their_size_rank() -> None:
+    """A fragment beyond the tree's end is smaller than many pieces elsewhere: with only the largest pieces
+    examined its break is never seen; ``near_tree`` adds the pieces within reach of the tree."""
+    from dataclasses import replace
+
+    from neurorefiner.agents.heuristic.detect import DetectSettings, find_defects
+
+    m = np.zeros((32, 96, 96), bool)
+    tube_x(m, 16, 8, 2, 60)                     # the tree
+    tube_x(m, 16, 8, 64, 76)                    # a fragment 3 voxels beyond its end
+    for k in range(4):                          # four larger pieces far from both
+        tube_x(m, 16, 30 + 15 * k, 2, 40)
+    full = m.copy()
+    full[15:18, 7:10, 60:64] = True             # the gap is bright in the image
+    base = DetectSettings(max_candidates=3, gap_max=10.0)
+    assert not [d for d in find_defects(m, volume_with(m, full), settings=base) if d.kind == "FN"]
+    found = [d for d in find_defects(m, volume_with(m, full), settings=replace(base, near_tree=4)) if d.kind == "FN"]
+    assert len(found) == 1 and {a[2] for a in found[0].anchors} == {59, 64}

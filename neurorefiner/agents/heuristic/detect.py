@@ -48,6 +48,8 @@ class DetectSettings:
     signal_path: bool = True      # measure the gap's signal along the brightest path (False: the straight line)
     signal_by_gap: bool = True    # the signal bar is signal_min x gap / gap_max (False: signal_min at any gap)
     ends_not_blobs: bool = True   # a compact piece up to blob_max_size (noise by find_noise's rule) ends no break
+    near_tree: int = 0            # also examine up to this many pieces within gap_max of the largest one (the
+                                  # tree), whatever their size rank: the breaks that grow the traced tree
 
 
 def _zscale(spacing: Sequence[float]) -> np.ndarray:
@@ -133,6 +135,37 @@ def _facing(tree: cKDTree, coords: np.ndarray, p: np.ndarray, towards: np.ndarra
     return float(np.dot(offset, g) / (norm_o * norm_g)) * strength
 
 
+def _box(b: Sequence[float]) -> tuple[slice, slice, slice]:
+    z0, z1, y0, y1, x0, x1 = (int(v) for v in b)
+    return slice(z0, z1 + 1), slice(y0, y1 + 1), slice(x0, x1 + 1)
+
+
+def _pieces_near(labels: np.ndarray, boxes: np.ndarray, by_size: Sequence[int], tree_pts: np.ndarray,
+                 scale: np.ndarray, s: DetectSettings, exclude: set[int]) -> list[int]:
+    """Up to ``s.near_tree`` pieces (largest first, blobs excepted as in ``find_breaks``) with a voxel within
+    ``gap_max`` of the tree. In a mask of thousands of fragments the pieces next to the tree are rarely
+    among the largest, and they are the ones whose joins extend what APP2 traces from the root."""
+    tree = cKDTree(tree_pts * scale)
+    lo_t, hi_t = tree_pts.min(axis=0) * scale, tree_pts.max(axis=0) * scale
+    out: list[int] = []
+    for c in by_size[1:]:
+        if c in exclude:
+            continue
+        b = np.asarray(boxes[c], dtype=float)
+        sep = np.maximum(0.0, np.maximum(b[[0, 2, 4]] * scale - hi_t, lo_t - b[[1, 3, 5]] * scale))
+        if np.linalg.norm(sep) > s.gap_max:
+            continue
+        local = np.argwhere(labels[_box(boxes[c])] == c) + b[[0, 2, 4]].astype(int)
+        if s.ends_not_blobs and len(local) <= s.blob_max_size and _elongation(local, scale) < s.blob_elongation:
+            continue
+        d, _ = tree.query(local * scale, distance_upper_bound=s.gap_max)
+        if np.isfinite(d).any():
+            out.append(int(c))
+            if len(out) == s.near_tree:
+                break
+    return out
+
+
 def find_breaks(mask: np.ndarray, image: np.ndarray, labels: np.ndarray, sizes: np.ndarray,
                 spacing: Sequence[float], s: DetectSettings) -> list[tuple[Defect, int, int]]:
     """FN defects (with the two component labels each joins), shortest gap first."""
@@ -155,6 +188,10 @@ def find_breaks(mask: np.ndarray, image: np.ndarray, labels: np.ndarray, sizes: 
         order.append(c)
         if len(order) == s.max_candidates:
             break
+    if s.near_tree > 0 and order and order[0] == by_size[0]:
+        for c in _pieces_near(labels, boxes, by_size, pts[order[0]], scale, s, exclude=set(order)):
+            pts[c] = np.argwhere(labels[_box(boxes[c])] == c) + np.asarray(boxes[c], dtype=int)[[0, 2, 4]]
+            order.append(c)
     if len(order) < 2:
         return []
     trees = {c: cKDTree(pts[c] * scale) for c in order}

@@ -63,10 +63,10 @@ class HeuristicInspector:
     def __init__(self, fp_max_size: int = 60, blob_max_size: int = 400, blob_elongation: float = 2.5,
                  fn_min_size: int = 20, gap_max: float = 20.0, max_candidates: int = 64, signal_min: float = 0.25,
                  end_radius: float = 8.0, signal_path: bool = True, signal_by_gap: bool = True,
-                 ends_not_blobs: bool = True) -> None:
+                 ends_not_blobs: bool = True, near_tree: int = 0) -> None:
         self.settings = DetectSettings(fp_max_size, blob_max_size, blob_elongation, fn_min_size, gap_max,
                                        max_candidates, signal_min, end_radius, signal_path, signal_by_gap,
-                                       ends_not_blobs)
+                                       ends_not_blobs, near_tree)
 
     def defects(self, view: GlobalView) -> list[Defect]:
         """Every defect in priority order (breaks by gap length, then noise by size)."""
