@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,15 +53,18 @@ MaskSource = Callable[[Case, np.ndarray], np.ndarray]
 PROTOCOLS = ("full_volume", "root_seeded")
 
 
-def initial_mask(dataset: str, segmenter: str, split: str, dataset_kwargs: dict[str, Any] | None = None) -> MaskSource:
-    """The segmenter's masks of the split, made once with its shipped checkpoint and cached."""
+def initial_mask(dataset: str, segmenter: str, split: str, dataset_kwargs: dict[str, Any] | None = None,
+                 only: Sequence[str] | None = None) -> MaskSource:
+    """The segmenter's masks of the split (of the cases named in ``only``: a ``limit=1`` run must not segment
+    the whole split first), made once with its shipped checkpoint and cached."""
     cache: dict[str, Path] = {}
 
     def source(case: Case, image: np.ndarray) -> np.ndarray:
         if not cache:
             from neurorefiner.inference.init_masks import write_init_masks
 
-            paths = write_init_masks(dataset, segmenter, split=split, dataset_kwargs=dataset_kwargs)
+            names = None if only is None else list(only)
+            paths = write_init_masks(dataset, segmenter, split=split, dataset_kwargs=dataset_kwargs, only=names)
             cache.update({p.stem: p for p in paths})
         path = cache.get(case.name)
         if path is None or not path.exists():
@@ -184,7 +187,8 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case],  # type: ignore[no-unt
                 init = None
                 if getattr(method, "needs_initial", True):
                     if initial is None:
-                        initial = initial_mask(dataset.name, cfg.segmenter, cfg.split, ds_kwargs)
+                        initial = initial_mask(dataset.name, cfg.segmenter, cfg.split, ds_kwargs,
+                                               [c.name for c in cases])
                     init = np.asarray(initial(case, image), dtype=bool)
                 t0 = time.perf_counter()
                 mask = np.asarray(method(image, init, case, spacing=spacing), dtype=bool)
