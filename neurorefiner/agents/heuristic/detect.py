@@ -135,19 +135,27 @@ def _facing(tree: cKDTree, coords: np.ndarray, p: np.ndarray, towards: np.ndarra
     return float(np.dot(offset, g) / (norm_o * norm_g)) * strength
 
 
-def _box(b: Sequence[float]) -> tuple[slice, slice, slice]:
-    z0, z1, y0, y1, x0, x1 = (int(v) for v in b)
-    return slice(z0, z1 + 1), slice(y0, y1 + 1), slice(x0, x1 + 1)
+def _piece_voxels(labels: np.ndarray, boxes: np.ndarray, c: int) -> np.ndarray:
+    """Voxels of piece ``c`` in C order, read in its own bounding box (``cc3d.statistics`` order z0, z1, y0,
+    y1, x0, x1, inclusive): a pass over the volume per piece was the detector's cost."""
+    z0, z1, y0, y1, x0, x1 = (int(v) for v in boxes[c])
+    return np.argwhere(labels[z0:z1 + 1, y0:y1 + 1, x0:x1 + 1] == c) + np.array([z0, y0, x0])
+
+
+def _ends_no_break(local: np.ndarray, scale: np.ndarray, s: DetectSettings) -> bool:
+    """A compact blob is noise, not a stretch of neurite (``find_noise``'s own test): it ends no break, so a
+    field of specks is not chained into the tree."""
+    return s.ends_not_blobs and len(local) <= s.blob_max_size and _elongation(local, scale) < s.blob_elongation
 
 
 def _pieces_near(labels: np.ndarray, boxes: np.ndarray, by_size: Sequence[int], tree_pts: np.ndarray,
-                 scale: np.ndarray, s: DetectSettings, exclude: set[int]) -> list[int]:
-    """Up to ``s.near_tree`` pieces (largest first, blobs excepted as in ``find_breaks``) with a voxel within
-    ``gap_max`` of the tree. In a mask of thousands of fragments the pieces next to the tree are rarely
+                 scale: np.ndarray, s: DetectSettings, exclude: set[int]) -> dict[int, np.ndarray]:
+    """Up to ``s.near_tree`` pieces (largest first, blobs excepted) with a voxel within ``gap_max`` of the
+    tree, with their voxels. In a mask of thousands of fragments the pieces next to the tree are rarely
     among the largest, and they are the ones whose joins extend what APP2 traces from the root."""
     tree = cKDTree(tree_pts * scale)
     lo_t, hi_t = tree_pts.min(axis=0) * scale, tree_pts.max(axis=0) * scale
-    out: list[int] = []
+    out: dict[int, np.ndarray] = {}
     for c in by_size[1:]:
         if c in exclude:
             continue
@@ -155,12 +163,12 @@ def _pieces_near(labels: np.ndarray, boxes: np.ndarray, by_size: Sequence[int], 
         sep = np.maximum(0.0, np.maximum(b[[0, 2, 4]] * scale - hi_t, lo_t - b[[1, 3, 5]] * scale))
         if np.linalg.norm(sep) > s.gap_max:
             continue
-        local = np.argwhere(labels[_box(boxes[c])] == c) + b[[0, 2, 4]].astype(int)
-        if s.ends_not_blobs and len(local) <= s.blob_max_size and _elongation(local, scale) < s.blob_elongation:
+        local = _piece_voxels(labels, boxes, c)
+        if _ends_no_break(local, scale, s):
             continue
         d, _ = tree.query(local * scale, distance_upper_bound=s.gap_max)
         if np.isfinite(d).any():
-            out.append(int(c))
+            out[int(c)] = local
             if len(out) == s.near_tree:
                 break
     return out
@@ -177,21 +185,18 @@ def find_breaks(mask: np.ndarray, image: np.ndarray, labels: np.ndarray, sizes: 
     boxes = stats["bounding_boxes"]  # per label: z0, z1, y0, y1, x0, x1 (inclusive, array order)
     pts: dict[int, np.ndarray] = {}
     order: list[int] = []
-    # a compact blob is noise, not a stretch of neurite: it is never a break's end (the noise rule's own
-    # test), so a field of specks is not chained into the tree; a bounded number of pieces is examined
-    for c in by_size[: 4 * s.max_candidates]:
-        z0, z1, y0, y1, x0, x1 = (int(v) for v in boxes[c])
-        local = np.argwhere(labels[z0:z1 + 1, y0:y1 + 1, x0:x1 + 1] == c) + np.array([z0, y0, x0])
-        if s.ends_not_blobs and sizes[c] <= s.blob_max_size and _elongation(local, scale) < s.blob_elongation:
+    for c in by_size[: 4 * s.max_candidates]:  # a bounded number of pieces is examined
+        local = _piece_voxels(labels, boxes, c)
+        if _ends_no_break(local, scale, s):
             continue
         pts[c] = local
         order.append(c)
         if len(order) == s.max_candidates:
             break
     if s.near_tree > 0 and order and order[0] == by_size[0]:
-        for c in _pieces_near(labels, boxes, by_size, pts[order[0]], scale, s, exclude=set(order)):
-            pts[c] = np.argwhere(labels[_box(boxes[c])] == c) + np.asarray(boxes[c], dtype=int)[[0, 2, 4]]
-            order.append(c)
+        near = _pieces_near(labels, boxes, by_size, pts[order[0]], scale, s, exclude=set(order))
+        pts.update(near)
+        order.extend(near)
     if len(order) < 2:
         return []
     trees = {c: cKDTree(pts[c] * scale) for c in order}
@@ -263,9 +268,7 @@ def find_noise(labels: np.ndarray, sizes: np.ndarray, exclude: set[int], spacing
     out = []
     for c in sorted(cand, key=lambda c: (-int(sizes[c]), int(c))):
         size = int(sizes[c])
-        z0, z1, y0, y1, x0, x1 = (int(v) for v in boxes[c])
-        # the piece's voxels in C order, read in its own box (a pass over the volume per piece was the cost)
-        local = np.argwhere(labels[z0:z1 + 1, y0:y1 + 1, x0:x1 + 1] == c) + np.array([z0, y0, x0])
+        local = _piece_voxels(labels, boxes, c)
         if size <= s.fp_max_size:
             note = f"speck of {size} voxels, apart from the tree"
             out.append(Defect("FP", (tuple(int(v) for v in local[0]),), size, note))
