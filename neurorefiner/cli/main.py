@@ -16,6 +16,7 @@ from neurorefiner.cli import (
     instructions,
     metrics_validation,
     prior_compare,
+    probe_compare,
     probe_editor,
     realism,
     refiner_card,
@@ -47,6 +48,7 @@ app.command("init-masks", help=init_masks.__doc__)(init_masks.init_masks)
 app.command("edit", help=edit.__doc__)(edit.edit)
 app.command("inspect", help=inspect.__doc__)(inspect.inspect)
 app.command("probe-editor", help=probe_editor.__doc__)(probe_editor.probe_editor)
+app.command("probe-compare", help=probe_compare.__doc__)(probe_compare.probe_compare)
 app.command("instructions", help=instructions.__doc__)(instructions.instructions)
 app.command("break-probe", help=break_probe.__doc__)(break_probe.break_probe)
 app.command("metrics-validation", help=metrics_validation.__doc__)(metrics_validation.metrics_validation)
