@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,6 +58,28 @@ def _tiff_spacing(tif) -> Spacing:
     return (z, y, x)
 
 
+def available_memory() -> int:
+    """Bytes this process could still allocate (RAM available now, psutil; else free pages, sysconf)."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except ImportError:  # pragma: no cover - psutil is a dependency; sysconf is the fallback on Linux
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def check_fits_in_memory(shape: tuple[int, ...], dtype: np.dtype, path: Path) -> None:
+    """Refuse, before decoding, a stack whose header declares more voxels than memory can hold: a 2 MB
+    file may declare a 2 GB image (a sparse or crafted TIFF), and decoding it first would exhaust the
+    machine before any check ran."""
+    need = int(np.prod([int(s) for s in shape], dtype=object)) * np.dtype(dtype).itemsize
+    have = available_memory()
+    if need > have:
+        raise InputError(f"the header declares a {'x'.join(str(int(s)) for s in shape)} {np.dtype(dtype)} image: "
+                         f"decoding it needs {need / 2**30:.1f} GiB, only {have / 2**30:.1f} GiB of memory is "
+                         "available (crop or downsample the stack, or read it as OME-Zarr)", path)
+
+
 def read_tiff(path: Path, channel: int = 0, lazy: bool = False) -> Volume:
     import tifffile
 
@@ -64,6 +87,7 @@ def read_tiff(path: Path, channel: int = 0, lazy: bool = False) -> Volume:
         with tifffile.TiffFile(path) as tif:
             series = tif.series[0]
             axes = series.axes
+            check_fits_in_memory(tuple(series.shape), series.dtype, path)  # from the header, nothing decoded
             data = series.asarray()
             spacing = _tiff_spacing(tif)
     except (tifffile.TiffFileError, ValueError, EOFError, OSError, IndexError) as exc:
