@@ -5,7 +5,7 @@
 # runs on a laptop; the GPU only buys more steps. Writes into $OUT:
 #   toporefinenet_stage1.ckpt (+ .json metrics), toporefinenet_stage2.ckpt (+ .json) if stage 2 ran,
 #   toporefinenet_gpu.md (provenance: commands, data, steps, wall time, validation figures, and the
-#   instruction-following table of `neurorefiner instructions`), train.log,
+#   instruction-following table of `neurorefiner study instructions`), train.log,
 #   logs.tar.gz (metrics CSVs, per-sample evaluation rows)
 #
 # Two steps.
@@ -91,7 +91,7 @@ T2=$(date +%s)
 # instruction-following evidence on the final checkpoint (held-out synthetic defects, same crop size)
 FINAL=$OUT/toporefinenet_stage1.ckpt; [[ "$RAN2" == yes ]] && FINAL=$OUT/toporefinenet_stage2.ckpt
 EVAL_DEV=cpu; [[ "$ACCEL" == gpu ]] && EVAL_DEV=cuda
-CMD3=($PY -c "from neurorefiner.cli.main import app; app()" instructions --ckpt "$FINAL" --n ${EVAL_N:-64} --device $EVAL_DEV
+CMD3=($PY -c "from neurorefiner.cli.main import app; app()" study instructions --ckpt "$FINAL" --n ${EVAL_N:-64} --device $EVAL_DEV
       --out "$OUT/eval" "stages.1.datamodule.crop_size=$CROP")
 echo "== eval: ${CMD3[*]}" | tee -a "$LOG"
 "${CMD3[@]}" 2>&1 | tail -n 20 | tee -a "$LOG" || echo "eval failed (see train.log)" | tee -a "$LOG"

@@ -9,4 +9,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NR=${NR:-.venv/bin/neurorefiner}
-HF_HUB_OFFLINE=1 $NR probe-editor --out experiments/editor --n 50 --seed 0 --threads 1 --speed-threads 2 "$@"
+HF_HUB_OFFLINE=1 $NR study probe-editor --out experiments/editor --n 50 --seed 0 --threads 1 --speed-threads 2 "$@"

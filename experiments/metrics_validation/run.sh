@@ -5,4 +5,4 @@ cd "$(dirname "$0")/../.."
 NR=${NR:-.venv/bin/neurorefiner}
 only=()
 for t in ${ONLY:-}; do only+=(--only "$t"); done
-$NR metrics-validation --out experiments/metrics_validation "${only[@]}"
+$NR study metrics-validation --out experiments/metrics_validation "${only[@]}"

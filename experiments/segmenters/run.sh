@@ -22,13 +22,13 @@ case $STEP in
 tables)
   inc=(--include $OUT/diadem_test_cases.csv)
   for arch in $ARCHS; do inc+=(--include "$OUT/diadem/${arch}_test_cases.csv"); done
-  $NR segmenter-rows --dataset diadem --split test --no-naive --plot "${inc[@]}" --stem diadem_test_all --out $OUT
-  $NR segmenter-summary --tables $OUT
-  $NR prior-compare --preset synthetic_cwmbs_weak --seed 0 --seed 1 --tables $OUT/synthetic --out $OUT ;;
+  $NR study segmenter-rows --dataset diadem --split test --no-naive --plot "${inc[@]}" --stem diadem_test_all --out $OUT
+  $NR study segmenter-summary --tables $OUT
+  $NR study prior-compare --preset synthetic_cwmbs_weak --seed 0 --seed 1 --tables $OUT/synthetic --out $OUT ;;
 test)
-  $NR segmenter-rows --dataset diadem --split test --segmenter unet3d=checkpoints/segmenters/unet3d_diadem_cpu.pt \
+  $NR study segmenter-rows --dataset diadem --split test --segmenter unet3d=checkpoints/segmenters/unet3d_diadem_cpu.pt \
     --raw --threads 1 --out $OUT
-  $NR gold-scope --split test --out $OUT ;;
+  $NR study gold-scope --split test --out $OUT ;;
 networks)  # the shipped U-Net's recipe at 256 steps; post-processing of the U-Net chosen on OP_6, not re-chosen
   for arch in $ARCHS; do
     ck=checkpoints/runs/segment/$arch/diadem/segmenter.pt patch="[24,128,128]"
@@ -39,7 +39,7 @@ networks)  # the shipped U-Net's recipe at 256 steps; post-processing of the U-N
     $PY -c "from neurorefiner.inference.segmenter import PostProcess, record_postprocess as r; \
 r('$ck', PostProcess(0.6, 0, 1), 'not chosen for this network: the CPU 3D U-Net setting chosen on DIADEM OP_6')"
     name=$arch; [ "$arch" = unet3d ] && name="unet3d:256steps"  # the shipped U-Net's rows are "unet3d"
-    $NR segmenter-rows --dataset diadem --split test --segmenter "$name=$ck" --raw --no-naive --threads 1 \
+    $NR study segmenter-rows --dataset diadem --split test --segmenter "$name=$ck" --raw --no-naive --threads 1 \
       --stem "${arch}_test" --out $OUT/diadem
     $PY -c "from neurorefiner.training.segmenter import provenance_markdown as p; print(p('$ck', \
 'STEP=networks ARCHS=$arch bash experiments/segmenters/run.sh', '$arch on DIADEM dev (256 steps)'))" \
@@ -54,13 +54,13 @@ cv)  # folds hold out {OP_1,OP_2}, {OP_3,OP_4}, {OP_5,OP_6}; the last checkpoint
       segmentation.ckpt_dir="$dir" segmentation.data.val_cases="${HELD[$fold]}" segmentation.export_checkpoint=last \
       trainer.max_epochs=$((steps / 32)) trainer.check_val_every_n_epoch=$((steps / 32)) \
       trainer.enable_progress_bar=false
-    $NR segmenter-cv probs --run "$dir"
+    $NR study segmenter-cv probs --run "$dir"
   done ;;
 choose)  # the shipped U-Net's choice: one network (three seeds per fold), thresholds x gap bridging, keep largest
-  $NR segmenter-cv choose $CV/cv/f*_256 $CV/cv_seed1/f*_256 $CV/cv_seed2/f*_256 --out $OUT/cv_dev \
+  $NR study segmenter-cv choose $CV/cv/f*_256 $CV/cv_seed1/f*_256 $CV/cv_seed2/f*_256 --out $OUT/cv_dev \
     --threshold 0.6 --threshold 0.7 --threshold 0.8 --threshold 0.9 --bridge 0 --bridge 3 --bridge 6 --dust 0 --keep 1 ;;
 dev)
-  $NR segmenter-rows --dataset diadem --split dev --out $OUT/cv_dev --stem naive_floor_dev
-  $NR gold-scope --split dev --threshold 0.8 --bridge 3 --out $OUT ;;
+  $NR study segmenter-rows --dataset diadem --split dev --out $OUT/cv_dev --stem naive_floor_dev
+  $NR study gold-scope --split dev --threshold 0.8 --bridge 3 --out $OUT ;;
 *) echo "unknown STEP=$STEP (tables, test, networks, cv, choose, dev)" >&2; exit 2 ;;
 esac

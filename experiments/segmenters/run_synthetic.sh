@@ -10,7 +10,7 @@
 #
 # Training: the preset's train split, its val split picks the checkpoint; gold labels, percentile normalisation,
 # 32x96x96 crops (nnunet_style: 16x64x64), batch 2, 256 steps (8 epochs x 32), one torch thread.
-# choose: threshold x gap bridging on the val split (neurorefiner choose-postprocess), recorded in the checkpoint.
+# choose: threshold x gap bridging on the val split (neurorefiner study choose-postprocess), recorded in the checkpoint.
 # eval: the test split through the recorded post-processing (and threshold-only masks, --raw) into
 # $TABLES/<preset>_test.md; floor: the naive floor into the same table. Scoring runs outside a per-preset lock;
 # only the merge into the preset's table holds it, so two lanes can score one preset at once.
@@ -33,7 +33,7 @@ case $ARCH in
        "gbpnet_style adtlnet_style)" >&2; exit 2 ;;
 esac
 # A variant keeps its own checkpoint, val choice, card and rows: NAME labels its rows (arch:variant), FILE its files.
-# SEED=<n> runs compare recipes on the val split (neurorefiner prior-compare --seed n): a card, no test rows,
+# SEED=<n> runs compare recipes on the val split (neurorefiner study prior-compare --seed n): a card, no test rows,
 # so the tables hold one row per recipe (the seed-0 run's) and never the best of several seeds.
 NAME=$ARCH FILE=$ARCH RUN_SUFFIX=""
 if [ -n "$SEED" ]; then
@@ -62,7 +62,7 @@ merge_into_table() {  # merge_into_table PRESET ROWS_CSV: under the preset's loc
   (
     flock 9
     inc=(); [ -f "$TABLES/$1_test_cases.csv" ] && inc=(--include "$TABLES/$1_test_cases.csv")
-    $NR segmenter-rows --dataset "$1" --split test --no-naive --include "$2" "${inc[@]}" --out "$TABLES"
+    $NR study segmenter-rows --dataset "$1" --split test --no-naive --include "$2" "${inc[@]}" --out "$TABLES"
   ) 9>"$(lock_of "$1")"
 }
 
@@ -73,7 +73,7 @@ score_into_table() {  # score_into_table PRESET ROWS_ARGS...: score into a scrat
   local preset=$1
   shift
   SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/run_synthetic.XXXXXX")
-  OMP_NUM_THREADS=1 $NR segmenter-rows --dataset "$preset" --split test "$@" --threads 1 --out "$SCRATCH" --stem rows
+  OMP_NUM_THREADS=1 $NR study segmenter-rows --dataset "$preset" --split test "$@" --threads 1 --out "$SCRATCH" --stem rows
   merge_into_table "$preset" "$SCRATCH/rows_cases.csv"
   rm -rf "$SCRATCH"
   SCRATCH=""
@@ -88,7 +88,7 @@ run_step() {  # run_step PRESET STEP
       trainer.max_epochs=8 trainer.check_val_every_n_epoch=2 trainer.enable_progress_bar=false \
       "${ARCH_ARGS[@]}" ;;
   choose)
-    $NR choose-postprocess --dataset "$preset" --arch "$ARCH" --name "$FILE" --model "$ck" --out "$TABLES" \
+    $NR study choose-postprocess --dataset "$preset" --arch "$ARCH" --name "$FILE" --model "$ck" --out "$TABLES" \
       --record ;;
   eval)
     if [ ! -f "$TABLES/${preset}_${FILE}_postprocess_val.json" ]; then

@@ -21,16 +21,16 @@ OUT=experiments/standins
 for step in $STEPS; do
   case $step in
     visibility)
-      $PY -m neurorefiner.cli.visibility --out experiments/synthetic_realism/results ;;
+      $NR study visibility --out experiments/synthetic_realism/results ;;
     train)
       for p in $PRESETS; do $PY train.py experiment="unet3d_${p}_cpu"; done ;;
     choose)
       for p in $PRESETS; do
-        $NR choose-postprocess --dataset "$p" --arch unet3d --model "checkpoints/segmenters/unet3d_${p}_cpu.pt" \
+        $NR study choose-postprocess --dataset "$p" --arch unet3d --model "checkpoints/segmenters/unet3d_${p}_cpu.pt" \
           --threshold 0.1 --threshold 0.2 --threshold 0.3 --threshold 0.4 --threshold 0.5 --threshold 0.6 --bridge 0 --out "$OUT/postprocess" --record
       done ;;
     card)
-      $NR standin-card $PRESETS ;;
+      $NR study standin-card $PRESETS ;;
     masks)
       for p in $PRESETS; do
         for split in ${MASK_SPLITS:-test val}; do
@@ -47,7 +47,7 @@ for step in $STEPS; do
           limit="${FLOOR_CASES:-2}" progress=false out_dir="$OUT/rows/${p}_otsu"
       done ;;
     table)
-      $NR standins-table --rows "$OUT/rows" --out "$OUT" ;;
+      $NR study standins-table --rows "$OUT/rows" --out "$OUT" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NR=${NR:-.venv/bin/neurorefiner}
-$NR realism --n 3 --out experiments/synthetic_realism/results
+$NR study realism --n 3 --out experiments/synthetic_realism/results

@@ -13,12 +13,12 @@ SYNTHETIC=(--n 64 --confine 4 stages.1.datamodule.distractor_prob=0.0)
 MINED=(--n 64 --confine 4 --stage 2 stages.2.datamodule.init_masks_root=data/cache/init_masks_dev
        stages.2.datamodule.target=instructed)
 
-$NR instructions "${S2[@]}" "${SYNTHETIC[@]}" --out $R/two_stage_synthetic
-$NR instructions "${S1[@]}" "${SYNTHETIC[@]}" --out $R/stage1_synthetic
-$NR break-probe "${S2[@]}" --n 16 --out $R/two_stage_break_probe
+$NR study instructions "${S2[@]}" "${SYNTHETIC[@]}" --out $R/two_stage_synthetic
+$NR study instructions "${S1[@]}" "${SYNTHETIC[@]}" --out $R/stage1_synthetic
+$NR study break-probe "${S2[@]}" --n 16 --out $R/two_stage_break_probe
 
 for seg in unet3d nnunet_style; do
   $NR init-masks --dataset diadem --split dev --segmenter $seg --threads 1 --out data/cache/init_masks_dev/diadem/$seg
 done
-$NR instructions "${S2[@]}" "${MINED[@]}" --out $R/two_stage_mined
-$NR instructions "${S1[@]}" "${MINED[@]}" --out $R/stage1_mined
+$NR study instructions "${S2[@]}" "${MINED[@]}" --out $R/two_stage_mined
+$NR study instructions "${S1[@]}" "${MINED[@]}" --out $R/stage1_mined

@@ -39,12 +39,12 @@ def test_realism_report_runs(tmp_path: Path) -> None:
 
     from neurorefiner.cli.main import app
 
-    out = CliRunner().invoke(app, ["realism", "--n", "1", "--preset", "tiny", "--diadem", "OP_2",
+    out = CliRunner().invoke(app, ["study", "realism", "--n", "1", "--preset", "tiny", "--diadem", "OP_2",
                                    "--out", str(tmp_path)])
     assert out.exit_code == 0, out.output
     for f in ("per_volume.csv", "summary.csv", "summary.md", "distributions.png", "mips.png"):
         assert (tmp_path / f).stat().st_size > 0
     text = (tmp_path / "summary.md").read_text()
     assert "DIADEM (real)" in text and "| tiny |" in text
-    bad = CliRunner().invoke(app, ["realism", "--diadem", "OP_8", "--out", str(tmp_path / "x")])
+    bad = CliRunner().invoke(app, ["study", "realism", "--diadem", "OP_8", "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "dev stacks only" in bad.output

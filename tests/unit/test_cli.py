@@ -1,4 +1,4 @@
-"""The console command: --help on every utility; bad inputs give one line, exit 2, no output file."""
+"""The console command: --help on every command and study; bad inputs give one line, exit 2, no output file."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import typer
+import typer.main
 from typer.testing import CliRunner
 
 from neurorefiner.cli.main import app
+from neurorefiner.cli.study import app as study_app
 from neurorefiner.io import write_volume
 
 runner = CliRunner()
@@ -21,6 +24,33 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("command", COMMANDS)
 def test_help(command: str) -> None:
     result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.output
+
+
+def _names(typer_app: typer.Typer) -> set[str]:
+    group = typer.main.get_group(typer_app)
+    return set(group.commands)
+
+
+def test_top_level_lists_only_what_a_user_runs() -> None:
+    """One-off measurements live under `neurorefiner study`, so the top level stays a short list."""
+    assert _names(app) == {"info", "synth", "trace", "score", "segment", "init-masks", "edit", "inspect",
+                           "refiner-card", "study"}
+
+
+def test_every_study_module_is_registered() -> None:
+    """A study is one module in neurorefiner/cli/study/ plus one line in STUDIES; a module left out of the
+    list would silently have no command."""
+    from neurorefiner.cli import study
+
+    modules = {p.stem for p in Path(study.__file__).parent.glob("*.py") if p.stem != "__init__"}
+    assert modules == set(study.STUDIES)
+
+
+@pytest.mark.parametrize("command", sorted(_names(study_app)))
+def test_study_help(command: str) -> None:
+    result = runner.invoke(app, ["study", command, "--help"])
     assert result.exit_code == 0, result.output
     assert "Usage" in result.output
 

@@ -11,9 +11,9 @@ import torch
 from typer.testing import CliRunner
 
 from neurorefiner.defects import betti0
-from neurorefiner.evaluation import editor_probe as ep
 from neurorefiner.inference.refiner import TopoRefiner
 from neurorefiner.models.text_encoders import HashingEncoder
+from neurorefiner.studies import editor_probe as ep
 from neurorefiner.topology.instructions import Instruction
 
 
@@ -95,7 +95,7 @@ def test_probe_summary_and_report(tmp_path: Path):
     summary = ep.summarize(rows)
     raw_breaks = next(s for s in summary if (s["kind"], s["variant"], s["decoding"]) == ("break", "correct", "raw"))
     assert raw_breaks["reconnected"] == 0.0 and raw_breaks["unchanged"] == 1.0  # the stand-in keeps the mask
-    meta = {"date": ep.today(), "commit": "abc1234", "command": "neurorefiner probe-editor", "data": "lines",
+    meta = {"date": ep.today(), "commit": "abc1234", "command": "neurorefiner study probe-editor", "data": "lines",
             "size": (16, 48, 48), "n_per_kind": 1, "kinds": ["break", "noise"], "seed": 1, "checkpoint": "-",
             "decoding_config": {}}
     speed = {"raw_s": 1.0, "crop_s": 0.3, "decoded_s": 0.4, "ratio": 0.4, "crop_ratio": 0.3, "load_before": 9.5,
@@ -122,7 +122,7 @@ def test_probe_refuses_the_held_out_stacks():
         ep.load_diadem(["OP_6", "OP_7"])
     from neurorefiner.cli.main import app
 
-    res = CliRunner().invoke(app, ["probe-editor", "--stacks", "OP_9", "--synthetic", ""])
+    res = CliRunner().invoke(app, ["study", "probe-editor", "--stacks", "OP_9", "--synthetic", ""])
     assert res.exit_code == 2 and "held-out" in res.output
 
 

@@ -1,11 +1,11 @@
-"""The instruction-following probe's perturbations and figures (neurorefiner.evaluation.instruction_following)."""
+"""The instruction-following probe's perturbations and figures (neurorefiner.studies.instruction_following)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from neurorefiner.evaluation import instruction_following as ev
+from neurorefiner.studies import instruction_following as ev
 from neurorefiner.topology.instructions import Instruction, all_instructions
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from neurorefiner.errors import InputError
-from neurorefiner.evaluation.probe_compare import compare_probes
+from neurorefiner.studies.probe_compare import compare_probes
 
 HEADER = "kind,variant,decoding,edits,unchanged,reconnected,gap_filled,false_merge,noise_removed,date,commit\n"
 ROWS = ("break,correct,raw,10,0.2,0.1,0.25,0.0,,d,c1\n"

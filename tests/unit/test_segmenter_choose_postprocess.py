@@ -1,5 +1,5 @@
-"""The synthetic presets' post-processing chooser (neurorefiner.evaluation.choose_postprocess, `neurorefiner
-choose-postprocess`) follows the rule in its doc (postprocessing.choose.choose_setting, shared with the DIADEM
+"""The synthetic presets' post-processing chooser (neurorefiner.studies.choose_postprocess, `neurorefiner
+study choose-postprocess`) follows the rule in its doc (postprocessing.choose.choose_setting, shared with the DIADEM
 cross-validation): best mean F1, within 0.01 the lower SSD, then no bridging, then 0.5."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-import neurorefiner.evaluation.choose_postprocess as cp
+import neurorefiner.studies.choose_postprocess as cp
 from neurorefiner.cli.main import app
 from neurorefiner.postprocessing.choose import choose_setting
 
@@ -48,12 +48,12 @@ def test_the_markdown_names_the_choice_and_the_command():
     summary = cp.summarise([_row("v", 0.5, 3.0, 0.60, 10.0), _row("v", 0.6, 0.0, 0.40, 10.0)])
     text = cp.markdown("vnet_prior", "synthetic_x", "ck.pt", 1, summary, choose_setting(summary))
     assert "**Chosen: threshold 0.5, gap bridging 3 um, keep largest** (F1 0.600, SSD 10.00)" in text
-    assert "Command: `neurorefiner choose-postprocess`" in text
+    assert "Command: `neurorefiner study choose-postprocess`" in text
     assert text.count("\n| 0.") == 2
 
 
 def test_a_missing_checkpoint_is_a_one_line_error(tmp_path):
-    done = CliRunner().invoke(app, ["choose-postprocess", "--dataset", "synthetic_zbfwb", "--arch", "vnet",
+    done = CliRunner().invoke(app, ["study", "choose-postprocess", "--dataset", "synthetic_zbfwb", "--arch", "vnet",
                                     "--model", str(tmp_path / "none.pt"), "--out", str(tmp_path)])
     assert done.exit_code == 2 and "checkpoint not found" in done.output
 
@@ -61,6 +61,6 @@ def test_a_missing_checkpoint_is_a_one_line_error(tmp_path):
 def test_a_split_the_dataset_lacks_is_a_one_line_error(tmp_path):
     model = tmp_path / "ck.pt"
     model.write_bytes(b"")
-    done = CliRunner().invoke(app, ["choose-postprocess", "--dataset", "diadem", "--arch", "vnet", "--model",
+    done = CliRunner().invoke(app, ["study", "choose-postprocess", "--dataset", "diadem", "--arch", "vnet", "--model",
                                     str(model), "--out", str(tmp_path)])
     assert done.exit_code == 2 and "has splits" in done.output and "Traceback" not in done.output

@@ -1,4 +1,4 @@
-"""The cross-validation over DIADEM dev (neurorefiner.evaluation.cross_validation, `neurorefiner segmenter-cv`):
+"""The cross-validation over DIADEM dev (neurorefiner.studies.cross_validation, `neurorefiner study segmenter-cv`):
 folds never overlap, run directories name their fold, and the choice follows the rule in the module's doc."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import neurorefiner.evaluation.cross_validation as cv
+import neurorefiner.studies.cross_validation as cv
 from neurorefiner.cli.main import app
 from neurorefiner.errors import InputError
 
@@ -154,8 +154,8 @@ def test_inference_seconds_scale_the_benched_single_network(tmp_path):
 
 
 def test_the_command_refuses_a_misnamed_run_in_one_line(tmp_path):
-    done = CliRunner().invoke(app, ["segmenter-cv", "probs", "--run", str(tmp_path / "fold2")])
+    done = CliRunner().invoke(app, ["study", "segmenter-cv", "probs", "--run", str(tmp_path / "fold2")])
     assert done.exit_code == 2 and "f<fold>_<steps>" in done.output and "Traceback" not in done.output
-    done = CliRunner().invoke(app, ["segmenter-cv", "choose", str(tmp_path / "f1_256"), "--out", str(tmp_path),
+    done = CliRunner().invoke(app, ["study", "segmenter-cv", "choose", str(tmp_path / "f1_256"), "--out", str(tmp_path),
                                     "--bench", str(tmp_path / "none.json")])
     assert done.exit_code == 2 and "bench JSON not found" in done.output  # before any tracing

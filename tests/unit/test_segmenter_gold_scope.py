@@ -1,4 +1,4 @@
-"""The gold-extent diagnostic (neurorefiner.evaluation.gold_scope, `neurorefiner gold-scope`): the box, the crop
+"""The gold-extent diagnostic (neurorefiner.studies.gold_scope, `neurorefiner study gold-scope`): the box, the crop
 and the share of a trace outside it are what its table says they are."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-import neurorefiner.evaluation.gold_scope as gs
+import neurorefiner.studies.gold_scope as gs
 from neurorefiner.cli.main import app
 from neurorefiner.errors import InputError
 
@@ -39,5 +39,5 @@ def test_missing_masks_are_a_clear_error(tmp_path):
         gs.unet_masks("dev", 0.8, cv_root=tmp_path)
     with pytest.raises(InputError, match="segmenter-rows"):
         gs.unet_masks("test", 0.8, mask_folder=tmp_path)
-    done = CliRunner().invoke(app, ["gold-scope", "--split", "val", "--out", str(tmp_path)])
+    done = CliRunner().invoke(app, ["study", "gold-scope", "--split", "val", "--out", str(tmp_path)])
     assert done.exit_code == 2 and "--split must be dev or test" in done.output

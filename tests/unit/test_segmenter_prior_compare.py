@@ -1,4 +1,4 @@
-"""neurorefiner.evaluation.prior_compare (`neurorefiner prior-compare`): each network's plain and prior runs side by
+"""neurorefiner.studies.prior_compare (`neurorefiner study prior-compare`): each network's plain and prior runs side by
 side, read from the cards and val choices the runs wrote; the val traces are those of the chosen setting, not of
 another row."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import neurorefiner.evaluation.prior_compare as pc
+import neurorefiner.studies.prior_compare as pc
 from neurorefiner.cli.main import app
 from neurorefiner.errors import InputError
 
@@ -93,12 +93,12 @@ def test_the_command_writes_its_files_and_refuses_an_unknown_preset(tmp_path: Pa
     _write_run(tmp_path, "vnet", 0.30, post, val)
     _write_run(tmp_path, "vnet_prior", 0.40, post, val)
     runner = CliRunner()
-    done = runner.invoke(app, ["prior-compare", "--preset", PRESET, "--tables", str(tmp_path), "--out",
+    done = runner.invoke(app, ["study", "prior-compare", "--preset", PRESET, "--tables", str(tmp_path), "--out",
                                str(tmp_path / "out")])
     assert done.exit_code == 0, done.output
     text = (tmp_path / "out" / f"prior_compare_{PRESET}.md").read_text()
-    assert f"`neurorefiner prior-compare --preset {PRESET} --seed 0`" in text
+    assert f"`neurorefiner study prior-compare --preset {PRESET} --seed 0`" in text
     assert (tmp_path / "out" / f"prior_compare_{PRESET}.csv").exists()
-    done = runner.invoke(app, ["prior-compare", "--preset", "diadem", "--tables", str(tmp_path), "--out",
+    done = runner.invoke(app, ["study", "prior-compare", "--preset", "diadem", "--tables", str(tmp_path), "--out",
                                str(tmp_path)])
     assert done.exit_code == 2 and "--preset must be one of" in done.output

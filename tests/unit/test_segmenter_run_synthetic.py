@@ -61,7 +61,7 @@ def test_scoring_runs_outside_the_lock_and_only_the_merge_holds_it(tmp_path, ste
     done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     calls = log.read_text().splitlines()
-    rows_calls = [i for i, c in enumerate(calls) if c.startswith("segmenter-rows")]
+    rows_calls = [i for i, c in enumerate(calls) if c.startswith("study segmenter-rows")]
     score, merge = rows_calls
     assert calls[score + 1] == "lock free" and f"--out {tables}" not in calls[score]
     scratch = calls[score].split("--out ")[1].split()[0]
@@ -81,8 +81,8 @@ def test_a_list_of_steps_runs_in_order_per_preset(tmp_path):
     done = _run("vnet", "train choose", py=str(stub), presets="synthetic_cwmbs_weak synthetic_zbfwb")
     assert done.returncode == 0, done.stderr
     calls = log.read_text().splitlines()
-    scripts = [c.split()[0] for c in calls]
-    assert scripts == ["train.py", "choose-postprocess"] * 2
+    scripts = [" ".join(c.split()[:2]) if c.startswith("study ") else c.split()[0] for c in calls]
+    assert scripts == ["train.py", "study choose-postprocess"] * 2
     assert "dataset=synthetic_cwmbs_weak" in calls[0] and "--dataset synthetic_zbfwb" in calls[3]
     assert "model=vnet" in calls[0]
 
@@ -92,7 +92,7 @@ def test_the_prior_variant_trains_with_the_prior_and_keeps_its_own_files(tmp_pat
     and card nor merge its rows under the plain network's label."""
     tables = tmp_path / "tables"
     tables.mkdir()
-    stub, log = _stub(tmp_path, f'case "$1" in choose-postprocess) echo {{}} > '
+    stub, log = _stub(tmp_path, f'case "$*" in "study choose-postprocess"*) echo {{}} > '
                                 f'{tables}/synthetic_x_gbpnet_style_prior_postprocess_val.json ;; esac')
     env = {**os.environ, "ARCH": "gbpnet_style", "PRIOR": "0.02", "STEP": "train choose eval",
            "PRESETS": "synthetic_x", "PY": str(stub), "NR": str(stub), "TABLES": str(tables)}
@@ -103,10 +103,10 @@ def test_the_prior_variant_trains_with_the_prior_and_keeps_its_own_files(tmp_pat
     train = next(c for c in calls if c.startswith("train.py"))
     assert "model=gbpnet_style" in train and "segmentation.module.foreground_prior=0.02" in train
     assert f"segmentation.ckpt_dir={Path(ck).parent}" in train
-    choose = next(c for c in calls if c.startswith("choose-postprocess"))
+    choose = next(c for c in calls if c.startswith("study choose-postprocess"))
     assert "--arch gbpnet_style --name gbpnet_style_prior" in choose and f"--model {ck}" in choose
     assert f"--out {tables}" in choose
-    score = next(c for c in calls if c.startswith("segmenter-rows") and "--segmenter" in c)
+    score = next(c for c in calls if c.startswith("study segmenter-rows") and "--segmenter" in c)
     assert f"--segmenter gbpnet_style:prior={ck}" in score
     card = tables / "synthetic_x_gbpnet_style_prior_card.md"
     assert card.exists() and not (tables / "synthetic_x_gbpnet_style_card.md").exists()
@@ -126,7 +126,7 @@ def test_without_prior_the_files_keep_their_old_names(tmp_path):
 def test_a_failed_scoring_run_leaves_no_scratch_table_behind(tmp_path, step):
     scratch_root = tmp_path / "tmp"
     scratch_root.mkdir()
-    stub, log = _stub(tmp_path, 'case "$1" in segmenter-rows) exit 3 ;; esac')
+    stub, log = _stub(tmp_path, 'case "$*" in "study segmenter-rows"*) exit 3 ;; esac')
     (tmp_path / "synthetic_x_vnet_postprocess_val.json").write_text("{}\n")
     env = {**os.environ, "ARCH": "vnet", "STEP": step, "PRESETS": "synthetic_x", "PY": str(stub), "NR": str(stub),
            "TABLES": str(tmp_path), "TMPDIR": str(scratch_root)}
@@ -137,7 +137,7 @@ def test_a_failed_scoring_run_leaves_no_scratch_table_behind(tmp_path, step):
 
 
 def test_another_seed_trains_with_it_keeps_its_own_files_and_is_never_scored_on_test(tmp_path):
-    """SEED=1: a second seed of the plain or prior recipe for the val comparison (neurorefiner prior-compare
+    """SEED=1: a second seed of the plain or prior recipe for the val comparison (neurorefiner study prior-compare
     --seed 1) must not overwrite the seed-0 run's checkpoint, val choice or card."""
     tables = tmp_path / "tables"
     tables.mkdir()

@@ -1,4 +1,4 @@
-"""neurorefiner.evaluation.segmenter_summary (`neurorefiner segmenter-summary`): each network's row is the one its
+"""neurorefiner.studies.segmenter_summary (`neurorefiner study segmenter-summary`): each network's row is the one its
 card's recorded post-processing names, with the Betti-0 excess of its threshold-only masks; a card whose row is
 missing is a clear error."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import neurorefiner.evaluation.segmenter_rows as rows_mod
-import neurorefiner.evaluation.segmenter_summary as sm
+import neurorefiner.studies.segmenter_rows as rows_mod
+import neurorefiner.studies.segmenter_summary as sm
 from neurorefiner.cli.main import app
 from neurorefiner.errors import InputError
 
@@ -103,7 +103,7 @@ def test_a_val_only_card_is_listed_not_an_error_but_a_stale_one_still_is(tmp_pat
     table = sm.summarise(source, val_only)
     assert [r["segmenter"] for r in table] == ["vnet"] and val_only == ["vnet:prior"]
     text = sm.markdown([source], [table], [val_only])
-    assert "val split only, no test rows (`neurorefiner prior-compare`): vnet:prior." in text
+    assert "val split only, no test rows (`neurorefiner study prior-compare`): vnet:prior." in text
     rows.append(_row(rows_mod.own_label("vnet:prior", {**POST, "threshold": 0.6}) + " -> APP2", "a", 0.6))
     rows_mod.write_tables(rows, tmp_path / "t", "x_test", "x")
     with pytest.raises(InputError, match="no row for it"):
@@ -124,12 +124,13 @@ def test_the_command_writes_the_three_files_and_refuses_an_empty_folder(tmp_path
     rows_mod.write_tables(rows, tables / "synthetic", "synthetic_zbfwb_test", "x")
     (tables / "synthetic" / "synthetic_zbfwb_vnet_card.md").write_text(CARD)
     runner = CliRunner()
-    done = runner.invoke(app, ["segmenter-summary", "--tables", str(tables), "--shipped", str(tmp_path), "--no-png"])
+    done = runner.invoke(app, ["study", "segmenter-summary", "--tables", str(tables), "--shipped", str(tmp_path),
+                               "--no-png"])
     assert done.exit_code == 0, done.output
     text = (tables / "summary.md").read_text()
     assert "## synthetic_zbfwb test (SYNTHETIC data)" in text
     assert "| vnet | thr 0.4, bridge 3 um, largest | 0.600 |" in text
     assert (tables / "summary.csv").read_text().count("\n") == 3 and not (tables / "summary.png").exists()
     (tmp_path / "empty").mkdir()
-    done = runner.invoke(app, ["segmenter-summary", "--tables", str(tmp_path / "empty")])
+    done = runner.invoke(app, ["study", "segmenter-summary", "--tables", str(tmp_path / "empty")])
     assert done.exit_code == 2 and "no rows table" in done.output

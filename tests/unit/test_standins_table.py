@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from neurorefiner.errors import InputError
-from neurorefiner.evaluation.standins import standins_table
+from neurorefiner.studies.standins import standins_table
 
 
 def _row(folder: Path, case: str, protocol: str, f1: float) -> None:

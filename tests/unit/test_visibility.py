@@ -78,9 +78,9 @@ def test_stand_in_presets_label_only_visible_neurites(name: str) -> None:
 def test_visibility_report_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from typer.testing import CliRunner
 
-    from neurorefiner.cli.visibility import visibility
+    from neurorefiner.cli.study.visibility import visibility
     from neurorefiner.errors import InputError
-    from neurorefiner.evaluation.synthetic_visibility import run
+    from neurorefiner.studies.synthetic_visibility import run
 
     text = run(tmp_path, presets=["tiny"], split="val", diadem=["OP_2"], log=lambda _: None)
     assert "| DIADEM (real) |" in text and "| tiny |" in text

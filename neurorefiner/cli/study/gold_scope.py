@@ -21,6 +21,11 @@ def gold_scope(split: str = typer.Option("dev", "--split", help="dev (out-of-fol
                masks: Path | None = typer.Option(None, "--masks", help="test only: folder of the shipped network's "
                                                  "masks (default: segmenter-rows' cache)")) -> None:
     """Error beyond the gold tracing's extent."""
-    from neurorefiner.evaluation.gold_scope import gold_scope as run
+    from neurorefiner.studies.gold_scope import gold_scope as run
 
     typer.echo(run(split, out, margin, threshold, bridge, cv_root, masks, progress=is_tty()))
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study to the ``neurorefiner study`` sub-app."""
+    app.command("gold-scope", help=__doc__)(gold_scope)

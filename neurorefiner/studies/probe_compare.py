@@ -1,4 +1,4 @@
-"""Several editor probes (``neurorefiner probe-editor``, one per checkpoint) side by side in one Markdown
+"""Several editor probes (``neurorefiner study probe-editor``, one per checkpoint) side by side in one Markdown
 table: the network alone (raw) and with the topology decoding, on the same cut defects. Table 6's variants
 score alike in the agent loop, whose accepted edits are the decoding's; the probe is where they differ."""
 
@@ -47,7 +47,7 @@ def compare_probes(entries: Sequence[tuple[str, Path]], out: Path, title: str, i
         with path.open(newline="") as fh:
             rows = list(csv.DictReader(fh))
         if not rows or not {"kind", "variant", "decoding", "edits"} <= set(rows[0]):
-            raise InputError("not an editor probe summary (neurorefiner probe-editor writes it)", path)
+            raise InputError("not an editor probe summary (neurorefiner study probe-editor writes it)", path)
         vals = [probe_value(rows, *c[1:]) for c in COLUMNS]
         made = f"{rows[0].get('date', '?')}, {rows[0].get('commit', '?')}"
         lines.append(f"| {label} | " + " | ".join("–" if v is None else f"{v:.2f}" for v in vals) + f" | {made} |")

@@ -20,11 +20,16 @@ def segmenter_summary(
         png: bool = typer.Option(True, "--png/--no-png", help="also summary.png")) -> None:
     """Summarise the segmenter tables."""
     from neurorefiner.errors import InputError
-    from neurorefiner.evaluation.segmenter_summary import default_sources, write_summary
     from neurorefiner.paths import project_root
+    from neurorefiner.studies.segmenter_summary import default_sources, write_summary
 
     tables = tables or project_root() / "experiments" / "segmenters"
     if not tables.is_dir():
         raise InputError("no such tables folder", tables)
     shipped = shipped or project_root() / "checkpoints" / "segmenters"
     typer.echo(write_summary(default_sources(tables, shipped), out or tables, png=png))
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study to the ``neurorefiner study`` sub-app."""
+    app.command("segmenter-summary", help=__doc__)(segmenter_summary)

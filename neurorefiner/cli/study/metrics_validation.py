@@ -17,10 +17,15 @@ def metrics_validation(out: Path = typer.Option(..., "--out", help="output folde
                                                              help="table(s) to make: hand | gold | bigneuron | "
                                                              "raw (default: all)")) -> None:
     from neurorefiner.errors import InputError
-    from neurorefiner.evaluation.metrics_validation import run
+    from neurorefiner.studies.metrics_validation import run
 
     try:
         for path in run(out, only):
             typer.echo(f"wrote {path.with_suffix('')}.csv/.md")
     except ValueError as exc:
         raise InputError(str(exc)) from None
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study to the ``neurorefiner study`` sub-app."""
+    app.command("metrics-validation", help=__doc__)(metrics_validation)

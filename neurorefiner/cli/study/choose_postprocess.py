@@ -26,8 +26,13 @@ def choose_postprocess(
         threads: int = typer.Option(1, "--threads", help="torch CPU threads"),
         record: bool = typer.Option(False, "--record", help="store the choice in the checkpoint")) -> None:
     """Choose post-processing on a preset's val split."""
-    from neurorefiner.evaluation.choose_postprocess import BRIDGE, THRESHOLDS
-    from neurorefiner.evaluation.choose_postprocess import choose_postprocess as run
+    from neurorefiner.studies.choose_postprocess import BRIDGE, THRESHOLDS
+    from neurorefiner.studies.choose_postprocess import choose_postprocess as run
 
     typer.echo(run(dataset, arch, model, out, name=name, thresholds=tuple(threshold or THRESHOLDS),
                    bridge=tuple(bridge or BRIDGE), threads=threads, record=record, progress=is_tty()))
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study to the ``neurorefiner study`` sub-app."""
+    app.command("choose-postprocess", help=__doc__)(choose_postprocess)

@@ -33,7 +33,7 @@ def instructions(overrides: list[str] | None = typer.Argument(None, help="Hydra 
     import torch
 
     from neurorefiner.errors import InputError
-    from neurorefiner.evaluation.instruction_following import run
+    from neurorefiner.studies.instruction_following import run
 
     if label and len(label) != len(ckpt):
         raise InputError("give one --label per --ckpt")
@@ -42,3 +42,8 @@ def instructions(overrides: list[str] | None = typer.Argument(None, help="Hydra 
     torch.set_num_threads(threads)
     typer.echo(run(ckpt, out, labels=label, n=n, seed=seed, stage=stage, overrides=overrides or (), device=device,
                    confine=confine, decoding=decoding), nl=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study to the ``neurorefiner study`` sub-app."""
+    app.command("instructions", help=__doc__)(instructions)

@@ -9,20 +9,20 @@ import typer
 
 from neurorefiner.cli.common import friendly_errors
 
-app = typer.Typer(help=__doc__, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+cv_app = typer.Typer(help=__doc__, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 
-@app.command("probs")
+@cv_app.command("probs")
 @friendly_errors
 def probs(run: Path = typer.Option(..., "--run", help="a fold's run directory, named f<fold>_<steps>"),
           threads: int = typer.Option(1, "--threads", help="torch CPU threads")) -> None:
     """Out-of-fold probability maps (<run>/oof_probs/<case>.npy) of the cases the run's fold holds out."""
-    from neurorefiner.evaluation.cross_validation import write_probs
+    from neurorefiner.studies.cross_validation import write_probs
 
     write_probs(run, threads)
 
 
-@app.command("ensemble")
+@cv_app.command("ensemble")
 @friendly_errors
 def ensemble(members: list[Path] = typer.Argument(..., help="runs of one fold and budget, other seeds"),
              out: Path = typer.Option(..., "--out", help="the averaged network's run directory"),
@@ -30,24 +30,24 @@ def ensemble(members: list[Path] = typer.Argument(..., help="runs of one fold an
              recompute: bool = typer.Option(False, "--recompute", help="run the packed network instead of averaging "
                                             "the members' stored maps")) -> None:
     """Average one fold's runs of several seeds into one network and write its out-of-fold maps."""
-    from neurorefiner.evaluation.cross_validation import write_ensemble
+    from neurorefiner.studies.cross_validation import write_ensemble
 
     write_ensemble(members, out, threads, recompute)
 
 
-@app.command("verify")
+@cv_app.command("verify")
 @friendly_errors
 def verify(run: Path = typer.Option(..., "--run", help="an averaged network's run directory"),
            case: str = typer.Option(..., "--case", help="a case its fold holds out"),
            threshold: float = typer.Option(0.7, "--threshold", help="count voxels on different sides of this"),
            threads: int = typer.Option(1, "--threads", help="torch CPU threads")) -> None:
     """Compare a packed ensemble's map on one held-out case with its stored (averaged) map."""
-    from neurorefiner.evaluation.cross_validation import verify_ensemble
+    from neurorefiner.studies.cross_validation import verify_ensemble
 
     typer.echo(verify_ensemble(run, case, threshold, threads))
 
 
-@app.command("choose")
+@cv_app.command("choose")
 @friendly_errors
 def choose(runs: list[Path] = typer.Argument(..., help="run directories f<fold>_<steps> with out-of-fold maps"),
            out: Path = typer.Option(..., "--out", help="folder for cv_dev.md, cv_dev_cases.csv, choice.json"),
@@ -64,9 +64,15 @@ def choose(runs: list[Path] = typer.Argument(..., help="run directories f<fold>_
            bench: Path | None = typer.Option(None, "--bench", help="bench JSON with the one-network time (default: "
                                              "experiments/segmenters/bench_segmentation.json)")) -> None:
     """Score every setting on the out-of-fold maps through APP2 and choose one."""
-    from neurorefiner.evaluation import cross_validation as cv
     from neurorefiner.paths import project_root
+    from neurorefiner.studies import cross_validation as cv
 
     bench = bench or project_root() / "experiments" / "segmenters" / "bench_segmentation.json"
     typer.echo(cv.choose(runs, out, tuple(threshold or cv.THRESHOLDS), None if no_speed_budget else speed_budget,
                          bench, tuple(dust or cv.DUST), tuple(keep or cv.KEEP), tuple(bridge or cv.BRIDGE)))
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study (a group of its own: probs, ensemble, verify, choose) to the ``neurorefiner study``
+    sub-app."""
+    app.add_typer(cv_app, name="segmenter-cv", help=__doc__)

@@ -5,7 +5,7 @@ lower mean SSD, then the simpler setting: no gap bridging, threshold nearest 0.5
 bridging (um), keep the largest component, no dust removal.
 
 Writes ``<out>/<preset>_<name>_postprocess_val.{md,csv,json}``; ``record`` stores the choice in the
-checkpoint. Command: ``neurorefiner choose-postprocess``.
+checkpoint. Command: ``neurorefiner study choose-postprocess``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def markdown(name: str, dataset: str, model: Path, n_cases: int, summary: list[d
              f"Model `{model}`; {n_cases} val volumes; mask -> APP2 -> PRE/REC/F1 (tau 4 voxels), SD/SSD in "
              "voxels, means over the volumes; keep the largest component, no dust removal. Rule: the highest mean "
              f"F1; within {TIE_F1} the lower mean SSD, then no bridging, then the threshold nearest 0.5. The test "
-             "split is not used. Command: `neurorefiner choose-postprocess`.", "",
+             "split is not used. Command: `neurorefiner study choose-postprocess`.", "",
              f"**Chosen: threshold {chosen['threshold']}, gap bridging {chosen['bridge_um']:g} um, keep largest** "
              f"(F1 {chosen['F1']:.3f}, SSD {chosen['SSD']:.2f})", "",
              "| threshold | bridge um | PRE | REC | F1 | SD | SSD |", "|---|---|---|---|---|---|---|"]
@@ -56,12 +56,12 @@ def choose_postprocess(dataset: str, arch: str, model: Path, out: Path, name: st
     import torch
     from tqdm import tqdm
 
-    from neurorefiner.evaluation.segmenter_rows import dataset_cases
     from neurorefiner.inference.segmenter import load_segmenter, record_postprocess, segment_array
     from neurorefiner.io.atomic import atomic_path, write_text_atomic
     from neurorefiner.paths import project_root
     from neurorefiner.postprocessing.choose import choose_setting, score_settings, settings_grid
     from neurorefiner.postprocessing.masks import PostProcess
+    from neurorefiner.studies.segmenter_rows import dataset_cases
 
     if not thresholds or not bridge:
         raise InputError("give at least one threshold and one gap-bridging distance")

@@ -7,7 +7,7 @@ distribution, with the share of labelled length a segmenter cannot see (CNR < 2)
 beside the same MIP with the gold path drawn over it. Synthetic volumes come from the cached val splits
 (never test); DIADEM OP_7-OP_9 are held out and never read.
 
-    python -m neurorefiner.cli.visibility --out experiments/synthetic_realism/results
+    neurorefiner study visibility --out experiments/synthetic_realism/results
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def run(out: Path, presets: Sequence[str] = STAND_INS, split: str = "val", diade
     write_rows_csv(out / "visibility_cases.csv", rows)
 
     lines = [f"# Visibility of the labelled neuron: stand-ins ({split} split, SYNTHETIC) vs DIADEM dev (real)", "",
-             "Made by `python -m neurorefiner.cli.visibility` (`neurorefiner.evaluation.synthetic_visibility`). "
+             "Made by `neurorefiner study visibility` (`neurorefiner.studies.synthetic_visibility`). "
              "Per labelled segment (between branch points and tips): the median local contrast-to-noise of the "
              "gold path, (denoised intensity - mean of the background box around it) / that box's sd, 8 um box, "
              "the label grown by 3 voxels excluded (`neurorefiner.synth.visibility`). Quantiles are "

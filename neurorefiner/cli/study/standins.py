@@ -13,7 +13,7 @@ from neurorefiner.cli.common import friendly_errors
 def standins_table(rows: Path = typer.Option(..., "--rows", help="folder of evaluate.py rows"),
                    out: Path = typer.Option(..., "--out", help="where standins.md and standins.csv go")) -> None:
     """Write the stand-ins' test rows beside the paper's initial-mask rows (SYNTHETIC)."""
-    from neurorefiner.evaluation.standins import standins_table as run
+    from neurorefiner.studies.standins import standins_table as run
 
     typer.echo(run(rows, out), nl=False)
 
@@ -21,7 +21,13 @@ def standins_table(rows: Path = typer.Option(..., "--rows", help="folder of eval
 @friendly_errors
 def standin_card(presets: list[str] = typer.Argument(..., help="synthetic_cwmbs_weak ...")) -> None:
     """Write the card of each preset's shipped stand-in U-Net from its checkpoint's metadata."""
-    from neurorefiner.evaluation.standins import write_standin_card
+    from neurorefiner.studies.standins import write_standin_card
 
     for preset in presets:
         typer.echo(write_standin_card(preset))
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study to the ``neurorefiner study`` sub-app."""
+    app.command("standins-table", help=standins_table.__doc__)(standins_table)
+    app.command("standin-card", help=standin_card.__doc__)(standin_card)

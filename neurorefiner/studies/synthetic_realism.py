@@ -124,7 +124,7 @@ def run(out: Path, n: int = 3, presets: Sequence[str] = PRESETS, diadem: Sequenc
             "snr_p10", "weak_fraction", "weak_runs_ge5_per_1000vox", "bright_away_fraction", "radius_median_um",
             "segment_median_um", "branch_order_max"]
     lines = ["# Synthetic presets vs real DIADEM dev stacks (OP_1-OP_6)", "",
-             f"Medians over volumes. Written by `neurorefiner realism --n {n}`; synthetic rows are SYNTHETIC "
+             f"Medians over volumes. Written by `neurorefiner study realism --n {n}`; synthetic rows are SYNTHETIC "
              "data.", "",
              "| source | " + " | ".join(show) + " |", "|---" * (len(show) + 1) + "|"]
     for srow in summary:

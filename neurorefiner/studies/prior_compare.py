@@ -4,7 +4,7 @@
 U-Net's validation Dice but not its traces. Whether it should become the default needs every network with and
 without it; this table puts the two side by side, network by network, on what the recipe is allowed to look at
 (the preset's val split: best validation Dice from the training card, and the traces of the val-chosen
-post-processing from ``neurorefiner choose-postprocess``) and, last, the test rows the tables report (for
+post-processing from ``neurorefiner study choose-postprocess``) and, last, the test rows the tables report (for
 reading, not for deciding).
 
 Nothing is computed here but means over the files the runs wrote (run_synthetic.sh):
@@ -13,7 +13,7 @@ Nothing is computed here but means over the files the runs wrote (run_synthetic.
 - test rows: ``<tables>/<preset>_test_cases.csv`` through the summary (the recipe's seed 0 only)
 
 SYNTHETIC presets are generated stand-ins, never BigNeuron/CWMBS/ZBFWB results. Command: ``neurorefiner
-prior-compare``.
+study prior-compare``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from neurorefiner.errors import InputError
-from neurorefiner.evaluation.segmenter_summary import ARCHS, PRESETS, preset_source, summarise
+from neurorefiner.studies.segmenter_summary import ARCHS, PRESETS, preset_source, summarise
 
 KEYS = ("best_val_dice", "val_cldice", "val_post", "val_F1", "val_SSD", "test_F1", "test_SSD")
 
@@ -40,7 +40,8 @@ def card_validation(path: Path) -> dict:
 
 
 def val_choice(json_path: Path, csv_path: Path) -> dict:
-    """The val-chosen post-processing and the mean val traces it gave (`neurorefiner choose-postprocess` files)."""
+    """The val-chosen post-processing and the mean val traces it gave (`neurorefiner study choose-postprocess`
+    files)."""
     chosen = json.loads(json_path.read_text())
     with open(csv_path, newline="") as fh:
         rows = [r for r in csv.DictReader(fh)
@@ -102,7 +103,7 @@ def markdown(preset: str, rows: list[dict]) -> str:
     pairs = paired(rows)
     seeds = " ".join(str(s) for s in sorted({r["seed"] for r in rows})) or "0"
     lines = [f"# Foreground prior 0.01 vs none, every network, {preset} (SYNTHETIC data)", "",
-             "Made by `neurorefiner prior-compare --preset "
+             "Made by `neurorefiner study prior-compare --preset "
              f"{preset}{''.join(f' --seed {s}' for s in seeds.split())}` from the cards and val choices "
              "run_synthetic.sh wrote (plain: "
              "`ARCH=<net> STEP=\"train choose eval\"`; prior: the same with `PRIOR=0.01`; seed n > 0: `SEED=n` "

@@ -16,6 +16,8 @@ import typer
 
 from neurorefiner.cli.common import friendly_errors
 
+NAME = "probe-editor"
+
 
 @friendly_errors
 def probe_editor(out: Path = typer.Option(Path("experiments/editor"), "--out", help="output folder"),
@@ -46,8 +48,8 @@ def probe_editor(out: Path = typer.Option(Path("experiments/editor"), "--out", h
     import torch
 
     from neurorefiner.errors import InputError
-    from neurorefiner.evaluation import editor_probe as ep
     from neurorefiner.inference.refiner import TopoRefiner
+    from neurorefiner.studies import editor_probe as ep
 
     kind_list = [k.strip() for k in kinds.split(",") if k.strip()]
     bad = [k for k in kind_list if k not in ep.KINDS]
@@ -106,11 +108,9 @@ def probe_editor(out: Path = typer.Option(Path("experiments/editor"), "--out", h
         torch.set_num_threads(speed_threads)
         speed = ep.time_break_edit(refiner, volumes)
         speed["threads"] = speed_threads
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     cfg = refiner.decoding_config
-    meta = {"date": ep.today(), "commit": ep.commit_id(root),
-            "command": "neurorefiner probe-editor " + shlex.join(sys.argv[2:]) if len(sys.argv) > 1
-            else "neurorefiner probe-editor",
+    meta = {"date": ep.today(), "commit": ep.commit_id(root), "command": _command_line(),
             "data": ", ".join(v.name for v in volumes) + (" (synthetic stacks are SYNTHETIC)" if synthetic else ""),
             "size": block, "n_per_kind": n, "kinds": kind_list, "seed": seed,
             "checkpoint": refiner.source, "crop_margin": refiner.crop_margin, "real": real_note,
@@ -123,3 +123,14 @@ def probe_editor(out: Path = typer.Option(Path("experiments/editor"), "--out", h
                    f"(ratio {speed['crop_ratio']:.2f}), decoded edit {speed['decoded_s']:.2f} s (ratio "
                    f"{speed['ratio']:.2f}); load average {speed['load_before']:.1f}")
     typer.echo("wrote " + ", ".join(str(p) for p in paths))
+
+
+def _command_line() -> str:
+    """The command as typed, for the report: the words after ``probe-editor`` (wherever the sub-app put it)."""
+    args = sys.argv[sys.argv.index(NAME) + 1:] if NAME in sys.argv else []
+    return f"neurorefiner study {NAME} {shlex.join(args)}".rstrip()
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study to the ``neurorefiner study`` sub-app."""
+    app.command(NAME, help=__doc__)(probe_editor)

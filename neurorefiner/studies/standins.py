@@ -110,7 +110,8 @@ def write_standin_card(preset: str) -> Path:
     tail = ["", "## Rebuild", "", "```bash", f"python train.py experiment={name}", "```", "",
             f"writes `{rel}` (recipe: `conf/experiment/{name}.yaml`: the preset's train split trains, its val "
             "split picks the checkpoint by APP2 F1 from the gold root). The threshold above was then chosen on the "
-            f"val split and recorded in the file: `neurorefiner choose-postprocess --dataset {preset} --arch unet3d "
+            "val split and recorded in the file: "
+            f"`neurorefiner study choose-postprocess --dataset {preset} --arch unet3d "
             f"--model {rel} {' '.join(f'--threshold {t}' for t in THRESHOLD_GRID)} --bridge 0 "
             "--out experiments/standins/postprocess --record` (`experiments/standins/run.sh`, step choose).", ""]
     card = path.with_suffix(".md")

@@ -1,4 +1,4 @@
-"""Put several editor probes (``neurorefiner probe-editor --out DIR``, one per checkpoint) side by side in one
+"""Put several editor probes (``neurorefiner study probe-editor --out DIR``, one per checkpoint) side by side in one
 Markdown table: the network alone and with the topology decoding, on the same cut defects."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def probe_compare(probes: list[str] = typer.Argument(..., help="LABEL=FOLDER, on
                   title: str = typer.Option("Editor probes side by side", "--title"),
                   intro: str = typer.Option("", "--intro", help="a paragraph under the title")) -> None:
     from neurorefiner.errors import InputError
-    from neurorefiner.evaluation.probe_compare import compare_probes
+    from neurorefiner.studies.probe_compare import compare_probes
 
     entries = []
     for item in probes:
@@ -27,3 +27,8 @@ def probe_compare(probes: list[str] = typer.Argument(..., help="LABEL=FOLDER, on
     path = compare_probes(entries, out, title, intro)
     typer.echo(path.read_text())
     typer.echo(f"wrote {path}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study to the ``neurorefiner study`` sub-app."""
+    app.command("probe-compare", help=__doc__)(probe_compare)

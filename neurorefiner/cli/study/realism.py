@@ -18,7 +18,12 @@ def realism(out: Path = typer.Option(..., "--out", help="output folder"),
             diadem: list[str] | None = typer.Option(None, "--diadem",
                                                     help="DIADEM dev stack (repeat; default OP_1-OP_6; test "
                                                     "stacks are refused)")) -> None:
-    from neurorefiner.evaluation.synthetic_realism import PRESETS, run
+    from neurorefiner.studies.synthetic_realism import PRESETS, run
 
     typer.echo(run(out, n=n, presets=presets or PRESETS, diadem=diadem or None,
                    log=lambda line: typer.echo(line, err=True)), nl=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study to the ``neurorefiner study`` sub-app."""
+    app.command("realism", help=__doc__)(realism)

@@ -8,8 +8,8 @@ scored as the tables do it (mask -> APP2 -> metrics against the gold SWC) and ag
 the gold's bounding box grown by ``margin`` voxels (then the same component filter again), together with the
 share of the full trace's nodes outside that box. The naive floor (Otsu + TEASAR, largest / every component)
 gets the same two scores. Dev reads the out-of-fold maps of the single-network cross-validation runs; test the
-shipped network's cached masks (``neurorefiner segmenter-rows``). Writes ``gold_scope_<split>.md``,
-``_cases.csv`` and ``.png``. Nothing here chooses anything. Command: ``neurorefiner gold-scope``.
+shipped network's cached masks (``neurorefiner study segmenter-rows``). Writes ``gold_scope_<split>.md``,
+``_cases.csv`` and ``.png``. Nothing here chooses anything. Command: ``neurorefiner study gold-scope``.
 """
 
 from __future__ import annotations
@@ -105,13 +105,13 @@ def unet_masks(split: str, threshold: float, bridge_um: float = 0.0, cv_root: Pa
                 out.setdefault(path.stem, []).append((_shown(path.resolve()), mask))
         if not out:
             raise InputError(f"no out-of-fold maps under {runs}/{{{','.join(CV_SEED_ROOTS)}}}: run "
-                             "`neurorefiner segmenter-cv probs` on the cross-validation runs first")
+                             "`neurorefiner study segmenter-cv probs` on the cross-validation runs first")
     elif split == "test":
         folder = Path(mask_folder) if mask_folder else mask_dir("diadem", "unet3d_postprocessed")
         for path in sorted(folder.glob("OP_*.tif")):
             out[path.stem] = [(_shown(path.resolve()), read_mask(path).load() > 0)]
         if not out:
-            raise InputError("no masks here; run `neurorefiner segmenter-rows --dataset diadem --segmenter "
+            raise InputError("no masks here; run `neurorefiner study segmenter-rows --dataset diadem --segmenter "
                              "unet3d` first", folder)
     else:
         raise InputError(f"--split must be dev or test, got {split!r}")
@@ -214,6 +214,6 @@ def table(rows: list[dict], split: str, margin: int, threshold: float, bridge_um
         f"U-Net: {what}. Each mask is scored as the tables do (mask -> APP2 -> metrics, tau 4 voxels, SSD in "
         f"voxels), then again after zeroing it outside the gold nodes' bounding box grown by {margin} voxels "
         "(U-Net: largest component again). 'trace outside the box': share of the full trace's nodes outside "
-        "it. Command: `neurorefiner gold-scope`.", "", head, *body, *means, ""])
+        "it. Command: `neurorefiner study gold-scope`.", "", head, *body, *means, ""])
 
 

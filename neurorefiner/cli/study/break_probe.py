@@ -18,7 +18,7 @@ def break_probe(ckpt: list[Path] = typer.Option(..., "--ckpt", help="checkpoint 
                 n: int = typer.Option(16, "--n", help="synthetic breaks"),
                 crop: str = typer.Option("32,64,64", "--crop", help="crop z,y,x")) -> None:
     from neurorefiner.errors import InputError
-    from neurorefiner.evaluation.break_probe import run
+    from neurorefiner.studies.break_probe import run
 
     if label and len(label) != len(ckpt):
         raise InputError("give one --label per --ckpt")
@@ -29,3 +29,8 @@ def break_probe(ckpt: list[Path] = typer.Option(..., "--ckpt", help="checkpoint 
     if len(size) != 3:
         raise InputError(f"--crop must be three integers z,y,x, got {crop!r}")
     typer.echo(run(ckpt, out, labels=label, n=n, crop=size), nl=False)  # type: ignore[arg-type]
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study to the ``neurorefiner study`` sub-app."""
+    app.command("break-probe", help=__doc__)(break_probe)

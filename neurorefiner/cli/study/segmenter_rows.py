@@ -31,7 +31,12 @@ def segmenter_rows(
         plot: bool = typer.Option(False, "--plot", help="also <stem>.png: per-case F1 and SSD of every method"),
         threads: int = typer.Option(1, "--threads", help="torch CPU threads for the segmenters")) -> None:
     """Rows for the segmenter tables."""
-    from neurorefiner.evaluation.segmenter_rows import segmenter_rows as run
+    from neurorefiner.studies.segmenter_rows import segmenter_rows as run
 
     typer.echo(run(dataset, split, out, segmenters=segmenter or (), naive=naive, dust=dust, raw=raw, cases=case,
                    include=include or (), stem=stem, plot=plot, threads=threads, progress=is_tty()))
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study to the ``neurorefiner study`` sub-app."""
+    app.command("segmenter-rows", help=__doc__)(segmenter_rows)

@@ -18,6 +18,11 @@ def prior_compare(preset: str = typer.Option("synthetic_cwmbs_weak", "--preset",
                   seed: list[int] | None = typer.Option(None, "--seed", help="0 = the recipe's run; n > 0: the "
                                                         "SEED=n runs (repeatable; default 0)")) -> None:
     """Foreground prior vs none, every network."""
-    from neurorefiner.evaluation.prior_compare import write_prior_compare
+    from neurorefiner.studies.prior_compare import write_prior_compare
 
     typer.echo(write_prior_compare(preset, tables, out, tuple(seed or (0,))))
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study to the ``neurorefiner study`` sub-app."""
+    app.command("prior-compare", help=__doc__)(prior_compare)

@@ -16,7 +16,7 @@ cases; settings within 0.01 of it go to the lower mean SSD, then the simpler set
 bridging, no dust removal, no component filter, threshold nearest 0.5). A single network's figures are first
 averaged over the seeds run (the expected network, not the luckiest seed). Only settings whose inference fits
 the speed budget (256^3 in 30 s on 2 cores, from a bench JSON) can be chosen. Command: ``neurorefiner
-segmenter-cv``.
+study segmenter-cv``.
 """
 
 from __future__ import annotations
@@ -121,7 +121,8 @@ def write_ensemble(members: list[Path], out: Path, threads: int, recompute: bool
         maps = [m / "oof_probs" / f"{name}.npy" for m in members]
         missing = [str(p) for p in maps if not p.exists()]
         if missing:
-            raise InputError(f"missing member maps {missing}: run `neurorefiner segmenter-cv probs` on them first")
+            raise InputError(f"missing member maps {missing}: run `neurorefiner study segmenter-cv probs` on them "
+                             "first")
         mean = np.mean([np.load(p).astype(np.float32) for p in maps], axis=0)
         with atomic_path(out / "oof_probs" / f"{name}.npy") as tmp, open(tmp, "wb") as fh:
             np.save(fh, mean.astype(np.float16))
@@ -171,7 +172,7 @@ def score_runs(runs: list[Path], thresholds: tuple[float, ...] = THRESHOLDS, dus
         for name in FOLDS[fold]:
             path = run / "oof_probs" / f"{name}.npy"
             if not path.exists():
-                raise InputError(f"{path}: missing; run `neurorefiner segmenter-cv probs --run {run}` first")
+                raise InputError(f"{path}: missing; run `neurorefiner study segmenter-cv probs --run {run}` first")
             cache = run / "oof_scores" / f"{name}.json"
             key = {"grid": [p.as_dict() for p in grid], "map_mtime_ns": path.stat().st_mtime_ns}
             if cache.exists() and json.loads(cache.read_text()).get("key") == key:
