@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 
@@ -30,11 +31,43 @@ def conf_dir() -> Path:
     return project_root() / "conf"
 
 
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def is_segmenter_file(segmenter: str) -> bool:
+    """Whether ``segmenter`` is given as an explicit path (it has a folder part or a checkpoint suffix)
+    rather than as the name of a shipped segmenter."""
+    return "/" in segmenter or "\\" in segmenter or segmenter.endswith((".pt", ".ckpt"))
+
+
+def segmenter_dirname(segmenter: str) -> str:
+    """The folder name a segmenter's cached masks and rows go under. A plain name stays itself; an explicit
+    checkpoint file (which must exist) gets ``<stem>-<digest of its absolute path>``. Anything else (``..``,
+    a path to nowhere) is refused: the name is joined into cache and checkpoint paths, and
+    ``segmenter=../../../elsewhere/evil`` would otherwise read or write outside them."""
+    from neurorefiner.errors import InputError
+
+    name = str(segmenter)
+    if is_segmenter_file(name):
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise InputError("segmenter names a checkpoint file that does not exist; give a shipped segmenter's "
+                             "name (e.g. unet3d) or an existing checkpoint file", path)
+        import hashlib
+
+        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
+        return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', path.stem)}-{digest}"
+    if not _PLAIN_NAME.match(name) or ".." in name:
+        raise InputError(f"segmenter {name!r} is not a plain name (letters, digits, '_', '-', '.'); give a "
+                         "shipped segmenter's name or an existing checkpoint file")
+    return name
+
+
 def init_mask_dir(dataset: str, segmenter: str, root: str | Path | None = None) -> Path:
     """Folder of one segmenter's initial masks M_init of a dataset: ``<root>/<dataset>/<segmenter>``, with
     ``root`` by default ``<cache_dir()>/init_masks``. The one place that knows this layout (the writer in
     ``inference.init_masks``, the stage-2 miner and the evaluation runner all read it)."""
-    return Path(root if root is not None else cache_dir() / "init_masks") / dataset / segmenter
+    return Path(root if root is not None else cache_dir() / "init_masks") / dataset / segmenter_dirname(segmenter)
 
 
 def init_mask_path(dataset: str, segmenter: str, case: str, root: str | Path | None = None) -> Path:

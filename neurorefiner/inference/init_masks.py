@@ -20,14 +20,23 @@ from typing import Any
 
 from neurorefiner.errors import InputError
 from neurorefiner.io.atomic import atomic_path
-from neurorefiner.paths import cache_dir, init_mask_dir, project_root
+from neurorefiner.paths import cache_dir, init_mask_dir, is_segmenter_file, project_root, segmenter_dirname
 
 NAIVE = "otsu"
 
 
 def shipped_checkpoint(segmenter: str, dataset: str) -> Path:
-    """Where the repository ships a segmenter trained on a dataset's dev/train split."""
-    return project_root() / "checkpoints" / "segmenters" / f"{segmenter}_{dataset}_cpu.pt"
+    """Where the repository ships a segmenter trained on a dataset's dev/train split; ``segmenter`` may
+    instead be an explicit, existing checkpoint file. A name that would lead outside
+    ``checkpoints/segmenters/`` is refused (:func:`neurorefiner.paths.segmenter_dirname`)."""
+    segmenter_dirname(segmenter)  # refuses '..' and paths to nowhere
+    if is_segmenter_file(segmenter):
+        return Path(segmenter).expanduser()
+    folder = (project_root() / "checkpoints" / "segmenters").resolve()
+    path = folder / f"{segmenter}_{segmenter_dirname(dataset)}_cpu.pt"
+    if folder not in path.resolve().parents:
+        raise InputError(f"segmenter {segmenter!r} on {dataset!r} leads outside {folder}")
+    return path
 
 
 def mask_dir(dataset: str, segmenter: str, out: str | Path | None = None) -> Path:
@@ -107,7 +116,7 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
         from neurorefiner.inference.segmenter import load_segmenter
 
         digest = _sha256(ckpt)
-        seg = load_segmenter(ckpt, expected_arch=segmenter)
+        seg = load_segmenter(ckpt, expected_arch=None if is_segmenter_file(segmenter) else segmenter)
         # refinement starts from the breaks and fragments: no component filter, no gap bridging
         post = post or dataclasses.replace(recorded_postprocess(seg), keep_largest=0, bridge_um=0.0)
         post = dataclasses.replace(post, **(overrides or {}))

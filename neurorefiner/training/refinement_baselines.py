@@ -248,9 +248,13 @@ def train_baseline(cfg: DictConfig) -> dict[str, float]:
     """Train one refinement baseline; returns the final validation figures."""
     from hydra.utils import instantiate
 
+    from neurorefiner.training.shipping import check_destination, ship, with_cards
+
     torch.set_num_threads(int(cfg.get("threads", 1) or 1))
     node = _node(cfg)
     kind = str(node.kind)
+    ckpt = baseline_checkpoint(cfg)
+    check_destination(cfg, *(ckpt.with_suffix(s) for s in (".ckpt", ".json", ".md")))  # never a shipped file
     L.seed_everything(int(cfg.get("seed", 0)), workers=True)
     datamodule = instantiate(node.datamodule)
     net_config = OmegaConf.to_container(node.net, resolve=True)
@@ -270,7 +274,7 @@ def train_baseline(cfg: DictConfig) -> dict[str, float]:
     metrics = {k: float(v) for k, v in (results[0] if results else {}).items()}
     metrics.update({"train/wall_s": round(wall, 1), "train/steps": float(trainer.global_step)})
 
-    ckpt = baseline_checkpoint(cfg)
+    ckpt.parent.mkdir(parents=True, exist_ok=True)
     record = {"format": CHECKPOINT_FORMAT, "kind": kind,
               "net_config": {k: v for k, v in net_config.items() if k != "_target_"},  # type: ignore[union-attr]
               "settings": module.settings, "train_patch": [int(s) for s in datamodule.crop_size],
@@ -286,6 +290,7 @@ def train_baseline(cfg: DictConfig) -> dict[str, float]:
     root = Path(str(cfg.paths.root_dir))
     write_text_atomic(ckpt.with_suffix(".md"), baseline_card(ckpt, meta, net, node, root, max_steps))
     ckpt.with_suffix(".md").chmod(0o644)
+    ship(cfg, with_cards(ckpt))
     return metrics
 
 

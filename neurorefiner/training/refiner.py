@@ -5,7 +5,8 @@ stage-1 checkpoint on defects mined from the baseline segmenters (stage 2). The 
 (datamodule, max_steps, lr, init_from) are read from ``cfg.stages[str(cfg.stage)]``; model, text
 encoder, trainer and loggers come from their config groups. Everything is built with
 ``hydra.utils.instantiate``; this function only wires the pieces and writes
-``<checkpoint_dir>/toporefinenet_stage{N}.ckpt`` (weights only, small) plus a metrics JSON beside it.
+``<checkpoint_dir>/toporefinenet_stage{N}.ckpt`` (weights only, small) plus a metrics JSON beside it, under
+``outputs/`` by default; ``ship=true`` copies them into ``checkpoints/`` (:mod:`neurorefiner.training.shipping`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from neurorefiner.errors import InputError
 from neurorefiner.io.checkpoints import load_checkpoint
 from neurorefiner.training.loggers import build_loggers
+from neurorefiner.training.shipping import check_destination, ship, with_cards
 
 
 def checkpoint_name(stage: int | str) -> str:
@@ -101,6 +103,8 @@ def train_refiner(cfg: DictConfig) -> dict[str, float]:
     from hydra.utils import instantiate
 
     stage, node = _stage_node(cfg)
+    ckpt = output_checkpoint(cfg)
+    check_destination(cfg, ckpt, ckpt.with_suffix(".json"))  # before hours of training, not after
     L.seed_everything(int(cfg.get("seed", 0)), workers=True)
 
     text_encoder = instantiate(cfg.text_encoder)
@@ -131,7 +135,6 @@ def train_refiner(cfg: DictConfig) -> dict[str, float]:
     metrics = {k: _as_float(v) for k, v in (results[0] if results else {}).items()}
     metrics.update({"train/wall_s": wall, "train/steps": float(trainer.global_step)})
 
-    ckpt = output_checkpoint(cfg)
     ckpt.parent.mkdir(parents=True, exist_ok=True)
     if trainer.is_global_zero:
         save_checkpoint(trainer, ckpt)
@@ -141,6 +144,7 @@ def train_refiner(cfg: DictConfig) -> dict[str, float]:
             Path(tmp).write_text(json.dumps({"stage": int(stage), "checkpoint": str(ckpt), **metrics}, indent=2))
         for f in (ckpt, ckpt.with_suffix(".json")):
             f.chmod(0o644)  # the temp files are private; the results are not
+        ship(cfg, with_cards(ckpt))
     return metrics
 
 

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from neurorefiner.io.checkpoints import load_checkpoint
 from neurorefiner.training.loggers import build_loggers
+from neurorefiner.training.shipping import check_destination, ship, with_cards
 
 
 def _instantiate_dataset(node: DictConfig):  # type: ignore[no-untyped-def]
@@ -107,6 +108,8 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     else:
         arch = getattr(module.net, "arch", type(module.net).__name__.lower())
         ckpt_dir = Path(cfg.paths.checkpoint_dir) / "runs" / "segment" / arch / str(cfg.dataset.get("name", "data"))
+    export = Path(seg.export_path) if seg.get("export_path") else ckpt_dir / "segmenter.pt"
+    check_destination(cfg, export, export.with_suffix(".md"))  # never a shipped file; ship=true copies it
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     # two callbacks: the best by validation Dice (what is exported), and the latest state every epoch
     # (what an interrupted run resumes from; a monitored callback's save_last only follows improvements)
@@ -118,8 +121,11 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     trainer = instantiate(cfg.trainer, callbacks=[checkpoint, latest], logger=build_loggers(cfg) or False)
     last = ckpt_dir / "last.ckpt"
     resume = str(last) if seg.get("resume", True) and last.exists() else None
+    if resume:  # a last.ckpt from elsewhere must not run code: refused here with a clear line, and
+        load_checkpoint(resume, "checkpoint to resume from")  # Lightning below reads it weights-only too
     started = time.perf_counter()
-    trainer.fit(module, datamodule=dm, ckpt_path=resume)
+    # weights_only explicitly: PyTorch's default (and TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1) would unpickle anything
+    trainer.fit(module, datamodule=dm, ckpt_path=resume, weights_only=True)
     wall = time.perf_counter() - started
     metrics: dict[str, Any] = {k: float(v) for k, v in trainer.callback_metrics.items()
                                if getattr(v, "numel", lambda: 1)() == 1}
@@ -130,7 +136,6 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
         module.load_state_dict(state)
         best_score = float(checkpoint.best_model_score) if checkpoint.best_model_score is not None else float("nan")
         metrics["best_val_trace_f1" if monitor == "val/trace_f1" else "best_val_dice"] = best_score
-    export = Path(seg.export_path) if seg.get("export_path") else ckpt_dir / "segmenter.pt"
     on_gpu = torch.cuda.is_available() and str(cfg.trainer.get("accelerator", "cpu")) in ("gpu", "cuda", "auto")
     device = str(torch.cuda.get_device_name(0)) if on_gpu else f"CPU, torch threads: {torch.get_num_threads()}"
     info = {"wall_s": wall, "resumed_from": resume, "device": device, "global_step": int(trainer.global_step),
@@ -142,6 +147,7 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     export_segmenter(module.net, module.hparams.net_config, export, tuple(seg.data.patch_size), meta=info,
                      normalization=module.hparams.get("normalization"))
     metrics.update({"wall_s": wall, "global_step": float(trainer.global_step), "export_path": str(export)})
+    ship(cfg, with_cards(export))
     return metrics
 
 
