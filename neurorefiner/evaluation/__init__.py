@@ -1,1 +1,3 @@
-"""Evaluation: method x dataset -> per-volume metrics, paper-style tables, plots and reports."""
+"""Evaluation, the protocol only: method x dataset -> mask -> trace -> score -> per-volume rows; tables,
+figures, sweeps and run logs read the rows. One-off measurements live in ``neurorefiner.studies`` so this
+package stays what a newcomer reads to know how a number is made."""
