@@ -39,7 +39,8 @@ class BigNeuronGold:
     name = "bigneuron_gold"
     splits = ("all", "with_app2", "3d")
 
-    def __init__(self, root: str | Path | None = None, name: str = "bigneuron_gold"):
+    def __init__(self, root: str | Path | None = None, name: str = "bigneuron_gold", synthetic: bool = False):
+        self.synthetic = bool(synthetic)  # the config says whether outputs are labelled SYNTHETIC
         self.root = Path(root) if root else data_dir() / "bigneuron_gold"
         index = self.root / "index.csv"
         if not index.exists():

@@ -21,7 +21,9 @@ class DiademDataset:
     name = "diadem"
     splits = ("dev", "test", "all")
 
-    def __init__(self, root: str | Path | None = None, label_radius: float | None = 1.5, name: str = "diadem"):
+    def __init__(self, root: str | Path | None = None, label_radius: float | None = 1.5, name: str = "diadem",
+                 synthetic: bool = False):
+        self.synthetic = bool(synthetic)  # the config says whether outputs are labelled SYNTHETIC
         self.root = Path(root) if root else data_dir() / "diadem_op"
         self.label_radius = label_radius
         if not self.root.is_dir():

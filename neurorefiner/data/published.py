@@ -37,8 +37,10 @@ DEFAULT_SPACING = {
 class PublishedDataset:
     splits = ("train", "test", "all")
 
-    def __init__(self, name: str, root: str | Path | None = None, subset: str | None = None):
+    def __init__(self, name: str, root: str | Path | None = None, subset: str | None = None,
+                 synthetic: bool = False):
         self.name = name
+        self.synthetic = bool(synthetic)  # the config says whether outputs are labelled SYNTHETIC
         self.root = Path(root) if root else data_dir() / name
         self.subset = subset  # CWMBS: "weak" or "noise" sub-folder
 

@@ -46,7 +46,8 @@ class SyntheticDataset:
     def __init__(self, name: str, n_train: int | None = None, n_val: int | None = None,
                  n_test: int | None = None, seed: int = 0, shape: tuple[int, int, int] | list[int] | None = None,
                  root: str | Path | None = None, params: dict[str, Any] | None = None,
-                 progress: bool = True):
+                 progress: bool = True, synthetic: bool = True):
+        self.synthetic = bool(synthetic)  # what outputs label SYNTHETIC (conf/dataset/*.yaml says it, no name test)
         base = preset_params(name)
         changes = dict(params or {})
         if shape is not None:

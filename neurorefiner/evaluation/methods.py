@@ -30,6 +30,7 @@ class Initial:
     """The segmenter's mask as it is."""
 
     needs_initial = True
+    cache_version = "1"  # bump when a change of this code changes its masks: cached rows are then remade
 
     def __call__(self, image: np.ndarray, mask: np.ndarray, case: Any, spacing: Any = None) -> np.ndarray:
         return np.asarray(mask, dtype=bool)
@@ -39,6 +40,7 @@ class GoldMask:
     """The rasterised gold tree: an upper bound that checks the tracing and metrics chain."""
 
     needs_initial = False
+    cache_version = "1"  # bump when a change of this code changes its masks: cached rows are then remade
 
     def __call__(self, image: np.ndarray, mask: np.ndarray | None, case: Any, spacing: Any = None) -> np.ndarray:
         return np.asarray(case.label(image.shape), dtype=bool)
@@ -48,6 +50,7 @@ class Classical:
     """:func:`neurorefiner.baselines.classical.classical_refine` with fixed parameters."""
 
     needs_initial = True
+    cache_version = "1"  # bump when a change of this code changes its masks: cached rows are then remade
 
     def __init__(self, **params: Any) -> None:
         self.params = params
@@ -72,6 +75,7 @@ class NeuroRefiner:
     """
 
     needs_initial = True
+    cache_version = "1"  # bump when a change of this code changes its masks: cached rows are then remade
 
     def __init__(self, agent: Any, loop: Any = None, editor: Any = None, t_max: int = 5,
                  advisor: str | None = None, agent_overrides: Any = None, trace_dir: str | None = None,

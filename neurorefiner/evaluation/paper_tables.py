@@ -15,7 +15,10 @@ An experiment config (``conf/experiment/table_*.yaml``, ``figure_*.yaml``) names
       curve: null                        # {x: T_max, y: F1}: a PNG of y against each row's x (Figure 5)
 
 Every file says where its numbers come from: the command, the UTC date and the commit, and whether the data
-are SYNTHETIC stand-ins (named ``synthetic_*``) or real.
+are SYNTHETIC stand-ins or real (the dataset config's ``synthetic`` key, conf/dataset/). A committed table is
+computed on a clean tree: from a tree with uncommitted changes the header says so in capitals, and writing
+into ``experiments/`` is refused unless ``allow_dirty=true`` (anywhere else is fine): a ``+dirty`` commit
+names no code anyone can check out.
 """
 
 from __future__ import annotations
@@ -31,30 +34,42 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from neurorefiner.errors import InputError
 from neurorefiner.evaluation.tables import LOWER_IS_BETTER, PAPER_METRICS
 from neurorefiner.io.atomic import atomic_path, write_text_atomic
-from neurorefiner.paths import project_root
+from neurorefiner.paths import conf_dir, project_root
 
 PERCENT = ("PRE", "REC", "F1", "MES")
 EDIT_KEYS = ("edits_accepted", "edits_rejected", "edits_escalated")
 
 
 def is_synthetic(dataset_name: str) -> bool:
-    return dataset_name.startswith("synthetic") or dataset_name == "tiny"
+    """Whether a dataset is a SYNTHETIC stand-in, as its config says (``conf/dataset/<name>.yaml``,
+    ``synthetic: true``); a name without a config is taken as real."""
+    path = conf_dir() / "dataset" / f"{dataset_name}.yaml"
+    if not path.exists():
+        return False
+    return bool(OmegaConf.load(path).get("synthetic", False))
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=project_root(), capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def tree_state() -> tuple[str, bool]:
+    """(short commit, whether tracked files have uncommitted changes)."""
+    commit = _git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit, bool(_git("status", "--porcelain", "--untracked-files=no"))
 
 
 def provenance(command: str | None = None) -> dict:
     """The command, the UTC date and the commit (``+dirty`` when the tree has changes) of a table."""
-    root = project_root()
-
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    if git("status", "--porcelain", "--untracked-files=no"):
+    commit, dirty = tree_state()
+    if dirty:
         commit += "+dirty"
     extra = [a for a in sys.argv[1:] if not a.startswith("experiment=")]
     if command is None:
@@ -258,17 +273,43 @@ def _spec(cfg: DictConfig) -> dict:
     return OmegaConf.to_container(t, resolve=True) if isinstance(t, DictConfig) else dict(t)  # type: ignore[return-value]
 
 
-def _header(spec: dict, dataset_name: str, split: str, prov: dict) -> str:
-    kind = "SYNTHETIC data (stand-ins, not the published benchmark)" if is_synthetic(dataset_name) else "real data"
-    return (f"# {spec.get('title', spec['name'])}\n\n"
+DIRTY_WARNING = ("**WARNING: COMPUTED ON A TREE WITH UNCOMMITTED CHANGES (`{commit}`): no commit holds the code "
+                 "that made these numbers; not for committing.**\n")
+
+
+def check_table_destination(cfg: DictConfig) -> None:
+    """Refuse to write a table into ``experiments/`` from a dirty tree unless ``allow_dirty=true``: committed
+    tables must name a commit that holds their code. Called before the run too, so the refusal costs nothing."""
+    out = Path(_spec(cfg).get("out") or Path(cfg.out_dir)).resolve()
+    experiments = (project_root() / "experiments").resolve()
+    if experiments != out and experiments not in out.parents:
+        return
+    commit, dirty = tree_state()
+    if dirty and not bool(cfg.get("allow_dirty", False)):
+        raise InputError(f"the tree has uncommitted changes (at {commit}): a table in experiments/ must be "
+                         "computed on a clean tree; commit first, write elsewhere (table.out=...), or pass "
+                         "allow_dirty=true", out)
+
+
+def _header(spec: dict, dataset_name: str, split: str, prov: dict, synthetic: bool | None = None) -> str:
+    synthetic = is_synthetic(dataset_name) if synthetic is None else synthetic
+    kind = "SYNTHETIC data (stand-ins, not the published benchmark)" if synthetic else "real data"
+    warning = DIRTY_WARNING.format(commit=prov["commit"]) + "\n" if prov["commit"].endswith("+dirty") else ""
+    return (f"# {spec.get('title', spec['name'])}\n\n{warning}"
             f"Dataset `{dataset_name}` ({kind}), split `{split}`, protocol `{spec.get('protocol') or 'all'}`.\n"
             f"Produced by `{prov['command']}` on {prov['date']} at commit `{prov['commit']}`.\n"
             "Best **bold**, second <u>underlined</u>; PRE/REC/F1/MES in %, SD/SSD in voxels.\n\n")
 
 
-def write_paper_table(cfg: DictConfig, rows: Sequence[dict], dataset: Any) -> dict[str, Path]:
-    """Write the table ``cfg.table`` describes from ``rows``; returns the paths written."""
+def write_paper_table(cfg: DictConfig, rows: Sequence[dict], dataset: Any, not_run_reason: str | None = None,
+                      synthetic: bool | None = None) -> dict[str, Path]:
+    """Write the table ``cfg.table`` describes from ``rows``; returns the paths written. ``not_run_reason``:
+    why rows without results did not run (e.g. no model server); ``synthetic``: the dataset config's flag
+    (None: read from conf/dataset/<name>.yaml)."""
+    check_table_destination(cfg)
     spec = _spec(cfg)
+    if not_run_reason:
+        spec["not_run_reason"] = not_run_reason
     name = spec["name"]
     out = Path(spec.get("out") or Path(cfg.out_dir))
     out.mkdir(parents=True, exist_ok=True)
@@ -279,7 +320,8 @@ def write_paper_table(cfg: DictConfig, rows: Sequence[dict], dataset: Any) -> di
     extra = sorted({k for s in summaries for k in s if "[" in k})
     prov = provenance(spec.get("command"))
     dataset_name = getattr(dataset, "name", str(dataset))
-    text = _header(spec, dataset_name, str(cfg.split), prov) + markdown(summaries, metrics, columns, extra)
+    synthetic = getattr(dataset, "synthetic", None) if synthetic is None else synthetic
+    text = _header(spec, dataset_name, str(cfg.split), prov, synthetic) + markdown(summaries, metrics, columns, extra)
     shares = edit_shares(summaries, Path(cfg.out_dir) / "traces")
     if shares:
         text += "\nEdits in the agents' traces (per volume, summed):\n\n" + shares + "\n"
@@ -307,13 +349,14 @@ def write_paper_table(cfg: DictConfig, rows: Sequence[dict], dataset: Any) -> di
     return paths
 
 
-def write_not_run(cfg: DictConfig, dataset_name: str, reason: str) -> Path:
+def write_not_run(cfg: DictConfig, dataset_name: str, reason: str, synthetic: bool | None = None) -> Path:
     """A table whose rows could not run here: every row listed with the reason, no numbers."""
+    check_table_destination(cfg)
     spec = _spec(cfg)
     out = Path(spec.get("out") or Path(cfg.out_dir))
     out.mkdir(parents=True, exist_ok=True)
     prov = provenance(spec.get("command"))
-    lines = [_header(spec, dataset_name, str(cfg.split), prov).rstrip("\n").rsplit("\n", 1)[0] + "\n",
+    lines = [_header(spec, dataset_name, str(cfg.split), prov, synthetic).rstrip("\n").rsplit("\n", 1)[0] + "\n",
              "| Method | status |", "|---|---|"]
     lines += [f"| {r.get('label', r['method'])} | not run: {reason} |" for r in spec["rows"]]
     if spec.get("notes"):

@@ -90,11 +90,11 @@ def test_a_table_reads_rows_of_earlier_runs_with_the_current_method_settings(tmp
     method settings do not."""
     import json
 
-    from neurorefiner.evaluation.methods import method_key, method_node
-    from neurorefiner.evaluation.runner import table_rows
+    from neurorefiner.evaluation.methods import method_node
+    from neurorefiner.evaluation.runner import row_key, table_rows
 
     cfg = _cfg(tmp_path)
-    key = method_key(method_node(cfg, "classical"))
+    key = row_key(method_node(cfg, "classical"), "nnunet_style", "tiny")
     split_dir = tmp_path / "rows" / "s" / "test"
     (split_dir / "nnunet_style").mkdir(parents=True)
     row = {"segmenter": "nnunet_style", "method": "classical", "protocol": "root_seeded", "case": "a", "F1": 0.5}
@@ -141,3 +141,58 @@ def test_two_init_mask_runs_on_one_folder_keep_each_others_cases(tmp_path: Path,
     manifest = json.loads((out / "manifest.json").read_text())
     assert sorted(c["split"] for c in manifest["cases"].values()) == ["test", "val"]
     assert manifest["splits"] == ["test", "val"]
+
+
+def test_synthetic_comes_from_the_dataset_config_not_its_name(tmp_path: Path) -> None:
+    """A dataset config says ``synthetic``; the runner's title follows it (the name used to decide)."""
+    _run(_cfg(tmp_path, "protocols=[full_volume]", "figures=false"))
+    assert "SYNTHETIC" in (tmp_path / "out" / "table.md").read_text()
+    _run(_cfg(tmp_path, "protocols=[full_volume]", "figures=false", "dataset.synthetic=false"))
+    assert "(real data)" in (tmp_path / "out" / "table.md").read_text()
+
+
+def test_the_config_is_not_changed_by_a_run(tmp_path: Path) -> None:
+    from omegaconf import OmegaConf
+
+    cfg = _cfg(tmp_path, "protocols=[full_volume]", "figures=false")
+    before = OmegaConf.to_yaml(cfg)
+    _run(cfg)
+    assert OmegaConf.to_yaml(cfg) == before
+
+
+def test_a_new_checkpoint_or_method_version_invalidates_the_cached_row(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows used to be reused while the method's settings matched, whatever code or weights made them."""
+    from omegaconf import OmegaConf
+
+    from neurorefiner.evaluation import methods
+    from neurorefiner.evaluation.methods import method_node
+    from neurorefiner.evaluation.runner import row_key
+
+    cfg = _cfg(tmp_path)
+    ckpt = tmp_path / "editor.ckpt"
+    ckpt.write_bytes(b"weights one")
+    node = OmegaConf.merge(method_node(cfg, "gold_mask"), {"editor": {"checkpoint": str(ckpt)}})
+    first = row_key(node, "otsu", "tiny")
+    assert row_key(node, "otsu", "tiny") == first                      # stable while nothing changes
+    ckpt.write_bytes(b"weights two")
+    second = row_key(node, "otsu", "tiny")
+    assert second != first                                              # other checkpoint bytes
+    monkeypatch.setattr(methods.GoldMask, "cache_version", "2")
+    assert row_key(node, "otsu", "tiny") not in (first, second)         # other method code
+    # end to end: a run after the version bump recomputes instead of reading the row back
+    rows = _run(_cfg(tmp_path, "protocols=[full_volume]", "figures=false"))
+    monkeypatch.setattr(methods.GoldMask, "cache_version", "3")
+    again = _run(_cfg(tmp_path, "protocols=[full_volume]", "figures=false"))
+    assert rows[0]["method_key"] != again[0]["method_key"]
+    assert len(list((tmp_path / "out" / "rows").rglob("gold_mask-*.json"))) == 2
+
+
+def test_the_segmenters_checkpoint_is_in_the_key_of_methods_that_start_from_it(tmp_path: Path) -> None:
+    from neurorefiner.evaluation.methods import method_node
+    from neurorefiner.evaluation.runner import method_checkpoints
+
+    cfg = _cfg(tmp_path)
+    shipped = Path(__file__).resolve().parents[2] / "checkpoints" / "segmenters" / "unet3d_diadem_cpu.pt"
+    assert shipped in method_checkpoints(method_node(cfg, "initial"), "unet3d", "diadem")
+    assert shipped not in method_checkpoints(method_node(cfg, "gold_mask"), "unet3d", "diadem")
