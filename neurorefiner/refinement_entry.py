@@ -1,4 +1,8 @@
-"""What ``refine.py`` calls: read and check the two inputs, then refine with the agents' loop."""
+"""What ``refine.py`` calls: check the output folder and the two inputs, then refine with the agents' loop.
+
+The output folder is checked first, before anything is loaded, so a bad ``out=`` costs no work: like a
+bad input it ends the run with one line on stderr and exit code 2 (:func:`exit_on_user_error`).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,21 @@ import sys
 
 from omegaconf import DictConfig
 
-from neurorefiner.errors import exit_on_user_error
+from neurorefiner.errors import InputError, exit_on_user_error
 from neurorefiner.io import check_same_shape, read_mask, read_volume
 
 
 @exit_on_user_error
 def run(cfg: DictConfig) -> dict:
+    from neurorefiner.agents.output_lock import check_output_dir, printable
+
+    check_output_dir(str(cfg.out))
+    for key in ("image", "mask"):
+        try:
+            str(cfg[key]).encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(f"{key}= is not valid UTF-8 (the trace and the report record it); rename the file",
+                             printable(cfg[key])) from None
     image = read_volume(cfg.image)
     mask = read_mask(cfg.mask)
     check_same_shape(image, mask)

@@ -5,6 +5,8 @@
 * ``inspector_only``: the Inspector also writes the instruction, from what it sees (the xy MIP, no
   depth): the operation from the error type, the place from the defect's xy with depth "center".
 * ``no_validator``: Inspector and Advisor as configured; every edit is kept.
+* ``no_advisor``: the Inspector writes the instruction (as for ``inspector_only``) and the Validator checks
+  each edit (the Table 3 row "Inspector + Validator").
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from neurorefiner.agents.roles import Advice, Attempt, BlockContext, CallInfo, D
 from neurorefiner.topology.instructions import Instruction, parse_instruction
 from neurorefiner.topology.positions import Position, cell_index
 
-ROLE_SETS = ("full", "no_validator", "inspector_only", "none")
+ROLE_SETS = ("full", "no_validator", "no_advisor", "inspector_only", "none")
 
 
 def tiles(block_slices: Sequence[slice], editor_size: Sequence[int]) -> list[tuple[int, int, int]]:

@@ -43,7 +43,7 @@ from neurorefiner.agents.roles import (
     Step,
     Validator,
 )
-from neurorefiner.agents.trace import TRACE_VERSION, array_hash, decode_mask, encode_mask
+from neurorefiner.agents.trace import array_hash, decode_mask, encode_mask
 from neurorefiner.topology.blocks import Block, Slices, expand, grid_blocks, slices_from_list, slices_to_list
 
 INSPECTOR_INPUTS = ("global_mip", "block_mips", "betti0")
@@ -52,7 +52,8 @@ Emit = Callable[[dict], None]
 
 @dataclass
 class LoopSettings:
-    """The loop's knobs (paper defaults: T_max = 5, 128 x 128 blocks)."""
+    """The loop's knobs (paper defaults: T_max = 5, 128 x 128 blocks); the one place of their defaults,
+    spelled for Hydra in ``conf/loop/default.yaml`` (a test holds the two equal)."""
 
     t_max: int = 5
     block_size: int = 128
@@ -60,7 +61,7 @@ class LoopSettings:
     editor_size: tuple[int, int, int] = (32, 64, 64)
     halo: int | None = None                # default: half the editor's largest side
     max_defects_per_round: int = 32
-    roles: str = "full"                    # full | no_validator | inspector_only | none (Table 3)
+    roles: str = "full"                    # full | no_validator | no_advisor | inspector_only | none (Table 3)
     inspector_inputs: tuple[str, ...] = INSPECTOR_INPUTS   # Table 5
     concurrency: int = 1
     retry_failed: bool = False
@@ -293,10 +294,10 @@ def run_loop(image: np.ndarray, mask: np.ndarray, agents: Agents, editor: Editor
     advisor: Advisor = agents.advisor
     if s.roles == "none":
         advisor = GenericAdvisor(s.generic_instruction)
-    elif s.roles == "inspector_only":
+    elif s.roles in ("inspector_only", "no_advisor"):
         advisor = InspectorOnlyAdvisor()
     run_agents = Agents(agents.inspector, advisor, agents.validator)
-    validate = s.roles == "full"
+    validate = s.roles in ("full", "no_advisor")
     given_up: set[str] = set()
     escalated: dict[int, list[dict]] = {}
     rounds: list[dict] = []
@@ -374,14 +375,3 @@ def run_loop(image: np.ndarray, mask: np.ndarray, agents: Agents, editor: Editor
             break
     counts["escalated"] = sum(len(v) for v in escalated.values())
     return LoopResult(current, rounds, escalated, {k: round(v, 3) for k, v in seconds.items()}, converged, counts)
-
-
-def run_header(image: np.ndarray, mask: np.ndarray, settings: LoopSettings, agents_config: dict) -> dict:
-    """The trace's first record: what must match for a restart to reuse the trace."""
-    return {"type": "run", "version": TRACE_VERSION, "image_hash": array_hash(np.asarray(image, np.float32)),
-            "mask_hash": array_hash(np.asarray(mask, bool)), "settings": settings.as_dict(), "agent": agents_config}
-
-
-def same_run(a: dict, b: dict) -> bool:
-    keys = ("version", "image_hash", "mask_hash", "settings", "agent")
-    return all(a.get(k) == b.get(k) for k in keys)

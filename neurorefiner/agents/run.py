@@ -1,14 +1,17 @@
 """What ``refine.py`` runs on one volume: the loop, then the refined mask, its APP2 SWC, the trace and
 the report in ``out``.
 
-A trace already in ``out`` from the same inputs and settings is resumed (finished rounds and blocks
-are taken from it, so the result is the one an uninterrupted run gives); a trace from anything else is
-kept beside as ``trace.jsonl.prev`` and a fresh one started.
+One output folder, one run. ``out`` is checked before anything is loaded and held by a lock
+(:mod:`neurorefiner.agents.output_lock`) for the whole run. A trace already there from the same inputs and
+settings is resumed (finished rounds and blocks are taken from it, so the result is the one an
+uninterrupted run gives); outputs of any other run are refused unless ``overwrite=true``, which removes
+them first. The refined mask, SWC and report are written to a staging folder and moved in together at
+the end, so a run that dies leaves the trace (to resume from) and no outputs, never a mix of old and new.
 """
 
 from __future__ import annotations
 
-import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -16,94 +19,104 @@ from typing import Any
 
 import numpy as np
 
-from neurorefiner.agents.editor import LazyEditor, load_topo_refiner
-from neurorefiner.agents.factory import build_agents
-from neurorefiner.agents.loop import LoopSettings, PriorRun, run_header, run_loop, same_run
+from neurorefiner.agents.build import RefinementLoop, build_loop, plain, same_run
+from neurorefiner.agents.loop import LoopSettings, PriorRun
+from neurorefiner.agents.output_lock import OutputLock, check_output_dir
 from neurorefiner.agents.report import build_report
-from neurorefiner.agents.trace import TraceWriter, array_hash, read_trace
+from neurorefiner.agents.trace import read_trace
+from neurorefiner.errors import InputError
 from neurorefiner.io import Volume, write_swc, write_volume
 from neurorefiner.io.atomic import write_text_atomic
 from neurorefiner.topology.blocks import grid_blocks
 
-
-def _container(node: Any) -> dict:
-    from omegaconf import DictConfig, OmegaConf
-
-    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node or {})
+TRACE = "trace.jsonl"
+OUTPUTS = ("refined_mask.tif", "refined_mask.swc", "report.html")
+STAGING = ".partial"
+#: every name a run writes in ``out`` (``trace.jsonl.prev`` from earlier versions); nothing else is removed
+RUN_FILES = (*OUTPUTS, TRACE, TRACE + ".prev")
 
 
 def loop_settings(cfg: Any) -> LoopSettings:
-    loop = _container(cfg.get("loop"))
-    return LoopSettings(t_max=int(cfg.t_max), **loop)
+    """The run's :class:`LoopSettings` (``cfg.t_max`` and ``cfg.loop``)."""
+    return LoopSettings(t_max=int(cfg.t_max), **plain(cfg.get("loop")))
 
 
-def _prior(trace_path: Path, header: dict, resume: bool) -> PriorRun | None:
-    if not trace_path.exists():
-        return None
-    records = read_trace(trace_path)
+def claim_folder(out: Path, header: dict, resume: bool, overwrite: bool) -> PriorRun | None:
+    """Make ``out`` (already locked) this run's: the finished work to resume from, if any.
+
+    Another run's trace or outputs are an :class:`InputError` unless ``overwrite``; every output of an
+    earlier run is removed before the loop starts, so none can outlive a run that is killed."""
+    trace = out / TRACE
+    records = read_trace(trace) if trace.exists() else []
     runs = [r for r in records if r.get("type") == "run"]
-    if resume and runs and same_run(runs[-1], header):
+    ours = bool(runs) and same_run(runs[-1], header)
+    found = [name for name in RUN_FILES if (out / name).exists() and (records or name != TRACE)]
+    if found and not ours and not overwrite:
+        raise InputError(f"holds the outputs of another run ({', '.join(found)}: other inputs or settings); "
+                         "pass overwrite=true to replace them, or choose another out=", out)
+    prior = None
+    if ours and resume:
         finished = sum(r.get("type") == "block_done" for r in records)
-        print(f"resuming from {trace_path} ({finished} finished block(s) taken from it)", file=sys.stderr)
-        return PriorRun(records)
-    os.replace(trace_path, trace_path.with_name(trace_path.name + ".prev"))
-    return None
+        print(f"resuming from {trace} ({finished} finished block(s) taken from it)", file=sys.stderr)
+        prior = PriorRun(records)
+    for name in RUN_FILES if prior is None else OUTPUTS:
+        (out / name).unlink(missing_ok=True)
+    shutil.rmtree(out / STAGING, ignore_errors=True)
+    return prior
 
 
 def refine_volume(image: Volume, mask: Volume, cfg: Any) -> dict:
     """Refine, write the outputs, return a summary (also printed)."""
-    out = Path(str(cfg.out))
+    out = check_output_dir(str(cfg.out))
     spacing = tuple(float(v) for v in cfg.spacing) if cfg.get("spacing") else image.spacing
     m = np.asarray(mask.load(), dtype=bool)
     if not m.any():
         print(f"nothing to refine: the mask {mask.source} is empty")
         return {"status": "nothing to refine"}
-    settings = loop_settings(cfg)
-    agents, secrets, described = build_agents(cfg.agent)
-    editor = LazyEditor(_editor_factory(cfg))
-    img = image.normalized()
-    out.mkdir(parents=True, exist_ok=True)
-    trace_path = out / "trace.jsonl"
-    header = run_header(img, m, settings, described)
-    prior = _prior(trace_path, header, bool(cfg.get("resume", True)))
-    t0 = time.perf_counter()
-    with TraceWriter(trace_path, secrets) as trace:
-        trace.write({**header, "resumed": prior is not None, "image": str(image.source), "mask": str(mask.source)})
-        result = run_loop(img, m, agents, editor, settings, spacing, emit=trace.write, prior=prior,
-                          progress=bool(cfg.get("progress", True)))
+    with OutputLock(out, {"image": image.source, "mask": mask.source}):
+        loop = build_loop(cfg.agent, cfg.get("loop"), cfg.get("editor"), int(cfg.t_max))
+        img = image.normalized()
+        header = loop.header(img, m)
+        prior = claim_folder(out, header, bool(cfg.get("resume", True)), bool(cfg.get("overwrite", False)))
+        t0 = time.perf_counter()
+        result = loop.run(img, m, spacing, out / TRACE, {"image": image.source, "mask": mask.source}, prior,
+                          header, progress=bool(cfg.get("progress", True)))
         total = time.perf_counter() - t0
-        trace.write({"type": "done", "mask_hash": array_hash(result.mask), "seconds": round(total, 3),
-                     "counts": result.counts, "converged": result.converged})
-    write_volume(out / "refined_mask.tif", result.mask, spacing=spacing)
-    swc_path = out / "refined_mask.swc"
-    _trace_swc(cfg, result.mask, spacing, swc_path)
-    escalated = [{"block": b, **st} for b, items in sorted(result.escalated.items()) for st in items]
-    summary = {"image": str(image.source), "mask": str(mask.source), "shape": list(m.shape),
-               "rounds": len(result.rounds), "converged": result.converged, **result.counts,
-               "voxels before": int(m.sum()), "voxels after": int(result.mask.sum()),
-               "seconds": round(total, 2), "seconds per role": result.seconds,
-               "max defects per round": settings.max_defects_per_round, "roles": settings.roles,
-               "escalated_blocks": escalated}
-    if cfg.get("report", True):
-        blocks = grid_blocks(m.shape, settings.block_size, settings.block_depth)
-        html = build_report(read_trace(trace_path, repair=False), img, m, result.mask, blocks, summary)
-        for s in secrets:
-            html = html.replace(s, "<redacted>")
-        write_text_atomic(out / "report.html", html)
+        escalated = [{"block": b, **st} for b, items in sorted(result.escalated.items()) for st in items]
+        summary = {"image": str(image.source), "mask": str(mask.source), "shape": list(m.shape),
+                   "rounds": len(result.rounds), "converged": result.converged, **result.counts,
+                   "voxels before": int(m.sum()), "voxels after": int(result.mask.sum()),
+                   "seconds": round(total, 2), "seconds per role": result.seconds,
+                   "max defects per round": loop.settings.max_defects_per_round, "roles": loop.settings.roles,
+                   "escalated_blocks": escalated}
+        _write_outputs(out, cfg, loop, img, m, result.mask, spacing, summary)
     print(f"refined {mask.source}: {len(result.rounds)} round(s), {result.counts['accepted']} edit(s) accepted, "
           f"{result.counts['rejected']} rejected, {result.counts['escalated']} escalated"
           f"{' (converged)' if result.converged else ''}; {total:.1f} s -> {out}")
     return summary
 
 
-def _editor_factory(cfg: Any) -> Any:
-    """A no-argument callable that builds the editor (``cfg.editor._target_``, default the shipped one)."""
-    from hydra.utils import instantiate
-
-    node = cfg.get("editor")
-    if node is None or node.get("_target_") is None:
-        return lambda: load_topo_refiner(**_container(node))
-    return instantiate(node)
+def _write_outputs(out: Path, cfg: Any, loop: RefinementLoop, img: np.ndarray, before: np.ndarray,
+                   after: np.ndarray, spacing: tuple, summary: dict) -> None:
+    """Mask, SWC and report into ``out/.partial``, then moved into ``out`` together (all or nothing)."""
+    staging = out / STAGING
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        write_volume(staging / "refined_mask.tif", after, spacing=spacing)
+        _trace_swc(cfg, after, spacing, staging / "refined_mask.swc")
+        if cfg.get("report", True):
+            s = loop.settings
+            blocks = grid_blocks(before.shape, s.block_size, s.block_depth)
+            html = build_report(read_trace(out / TRACE, repair=False), img, before, after, blocks, summary)
+            for secret in loop.secrets:
+                html = html.replace(secret, "<redacted>")
+            write_text_atomic(staging / "report.html", html)
+        for name in OUTPUTS:
+            if (staging / name).exists():
+                (staging / name).replace(out / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _trace_swc(cfg: Any, mask: np.ndarray, spacing: tuple, path: Path) -> None:

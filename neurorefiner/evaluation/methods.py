@@ -62,80 +62,52 @@ class Classical:
 
 
 class NeuroRefiner:
-    """The agent loop (Algorithm 1) with the configured roles and the editor, one volume per call.
+    """The agent loop (Algorithm 1) with the configured roles and the editor, one volume per call, assembled
+    by :func:`neurorefiner.agents.build.build_loop` as ``refine.py`` assembles it (one trace format).
 
-    ``agent``: the ``agent`` config node (heuristic, vlm, replay); ``loop``: :class:`LoopSettings` fields
-    (``roles`` and ``inspector_inputs`` are the Table 3 and Table 5 switches); ``advisor: inspector_only``
-    pairs the Inspector's own instructions with the Validator (the Table 3 row without the Advisor);
-    ``agent_overrides`` is merged onto ``agent`` (one registry entry per VLM in Table 4, e.g. ``{model: ...}``);
-    ``editor``: the editor node (``conf/editor/``; built once, on the first edit), ``editor_overrides`` merged
-    onto it (a registry entry that changes one decoding setting, e.g. ``{decoding: {max_radius: 3.0}}``). With
-    ``trace_dir`` set
-    each volume's decisions go to ``<trace_dir>/<case>.jsonl``.
+    ``agent``: the ``agent`` config node (heuristic, vlm, replay, any backend); ``loop``: :class:`LoopSettings`
+    fields (``conf/loop/default.yaml``; ``roles`` and ``inspector_inputs`` are the Table 3 and Table 5
+    switches); ``agent_overrides`` is merged onto ``agent`` (one registry entry per VLM in Table 4, e.g.
+    ``{model: ...}``); ``editor``: the editor node (``conf/editor/``; built once, on the first edit, and kept
+    for every volume), ``editor_overrides`` merged onto it (a registry entry that changes one decoding
+    setting, e.g. ``{decoding: {max_radius: 3.0}}``). With ``trace_dir`` set each volume's decisions go to
+    ``<trace_dir>/<case>.jsonl`` (written afresh each call).
     """
 
     needs_initial = True
     cache_version = "1"  # bump when a change of this code changes its masks: cached rows are then remade
 
     def __init__(self, agent: Any, loop: Any = None, editor: Any = None, t_max: int = 5,
-                 advisor: str | None = None, agent_overrides: Any = None, trace_dir: str | None = None,
-                 editor_overrides: Any = None) -> None:
+                 agent_overrides: Any = None, trace_dir: str | None = None, editor_overrides: Any = None) -> None:
         from neurorefiner.agents.loop import LoopSettings
 
-        if advisor not in (None, "inspector_only"):
-            raise ValueError(f"advisor must be null or 'inspector_only', got {advisor!r}")
         self.agent_cfg = OmegaConf.to_container(OmegaConf.merge(_plain(agent), _plain(agent_overrides or {})),
                                                 resolve=True)
-        self.settings = LoopSettings(t_max=int(t_max), **_plain(loop or {}))
+        self.loop_cfg = _plain(loop or {})
+        self.t_max = int(t_max)
+        self.settings = LoopSettings(t_max=self.t_max, **self.loop_cfg)   # bad settings fail here, not per volume
         self.editor_cfg = OmegaConf.to_container(OmegaConf.merge(_plain(editor or {}), _plain(editor_overrides or {})),
                                                  resolve=True)
-        self.advisor = advisor
         self.trace_dir = trace_dir
         self.last_info: dict = {}
         self._editor: Any = None
 
-    def _get_editor(self) -> Any:
-        from neurorefiner.agents.editor import LazyEditor, load_topo_refiner
-
-        if self._editor is None:
-            node = dict(self.editor_cfg)
-            if node.get("_target_"):
-                from hydra.utils import instantiate
-
-                factory = instantiate(OmegaConf.create(node))
-            else:
-                def factory() -> Any:
-                    return load_topo_refiner(**node)
-            self._editor = LazyEditor(factory)
-        return self._editor
-
     def __call__(self, image: np.ndarray, mask: np.ndarray, case: Any, spacing: Any = (1.0, 1.0, 1.0)) -> np.ndarray:
-        from neurorefiner.agents.ablation import InspectorOnlyAdvisor
-        from neurorefiner.agents.factory import build_agents
-        from neurorefiner.agents.loop import Agents, run_loop
-        from neurorefiner.agents.trace import TraceWriter
+        from neurorefiner.agents.build import build_loop
 
-        agents, secrets, described = build_agents(OmegaConf.create(self.agent_cfg))
-        if self.advisor == "inspector_only":
-            agents = Agents(agents.inspector, InspectorOnlyAdvisor(), agents.validator)
+        loop = build_loop(self.agent_cfg, self.loop_cfg, self.editor_cfg, self.t_max, editor=self._editor)
+        self._editor = loop.editor
         m = np.asarray(mask, dtype=bool)
         t0 = time.perf_counter()
         if not m.any():
             self.last_info = {"edits_accepted": 0, "edits_rejected": 0, "edits_escalated": 0, "rounds": 0}
             return m
-        writer = None
+        path = None
         if self.trace_dir:
             path = Path(self.trace_dir) / f"{getattr(case, 'name', 'volume')}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.unlink(missing_ok=True)
-            writer = TraceWriter(path, secrets)
-            writer.write({"type": "run", "case": getattr(case, "name", None), "settings": self.settings.as_dict(),
-                          "agent": described, "advisor_override": self.advisor})
-        try:
-            result = run_loop(np.asarray(image, np.float32), m, agents, self._get_editor(), self.settings,
-                              tuple(float(s) for s in spacing), emit=writer.write if writer else None)
-        finally:
-            if writer is not None:
-                writer.close()
+        result = loop.run(image, m, spacing, path, {"case": getattr(case, "name", None)})
         c = result.counts
         self.last_info = {"edits_accepted": c["accepted"], "edits_rejected": c["rejected"],
                           "edits_escalated": c["escalated"], "rounds": len(result.rounds),
@@ -168,6 +140,7 @@ def method_node(cfg: DictConfig, name: str) -> DictConfig:
         OmegaConf.set_struct(holder, False)  # a composed run's config is in struct mode: no new keys otherwise
         holder = OmegaConf.merge(holder, {"_method_": OmegaConf.load(path)})
         node = OmegaConf.to_container(holder._method_, resolve=True)
+        node.pop("defaults", None)  # type: ignore[union-attr]  # composed by Hydra only; loop defaults: LoopSettings
     return OmegaConf.create(node)  # type: ignore[arg-type]
 
 

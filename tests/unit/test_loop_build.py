@@ -1,0 +1,111 @@
+"""One loop builder for refine.py and the evaluation method: one place for the loop's defaults, one editor
+factory, one trace header, and Table 3's switch with one meaning per name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from neurorefiner.agents.build import RUN_KEYS, build_loop, editor_factory
+from neurorefiner.agents.loop import LoopSettings
+from neurorefiner.agents.trace import read_trace
+from neurorefiner.evaluation.methods import NeuroRefiner, build_method, method_node
+from tests.unit.test_agent_loop import RegionEditor, noisy_tree
+
+ROOT = Path(__file__).resolve().parents[2]
+CONF = ROOT / "conf"
+HEURISTIC = OmegaConf.load(CONF / "agent" / "heuristic.yaml")
+
+
+def region_editor(**_: object) -> RegionEditor:
+    return RegionEditor()
+
+
+FAKE_EDITOR = {"_target_": "tests.unit.test_loop_build.region_editor", "_partial_": True}
+
+
+def test_the_loop_yaml_spells_loop_settings_defaults() -> None:
+    defaults = LoopSettings(halo=None).as_dict()
+    defaults.pop("t_max")
+    defaults["halo"] = None   # LoopSettings fills halo from editor_size; the YAML leaves it null for that
+    assert OmegaConf.to_container(OmegaConf.load(CONF / "loop" / "default.yaml")) == defaults
+
+
+def compose_cfg(name: str, overrides: list[str]):  # type: ignore[no-untyped-def]
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+        return compose(config_name=name, overrides=[*overrides, "paths.output_dir=/tmp/nr-unused"])
+
+
+def test_refine_and_the_method_compose_the_same_loop_node() -> None:
+    refine = compose_cfg("refine", ["image=a.tif", "mask=b.tif", "loop.roles=none"])
+    evaluate = compose_cfg("evaluate", ["experiment=table_3_agents"])
+    assert refine.loop.roles == "none"
+    ours = OmegaConf.to_container(evaluate.method_registry.neurorefiner.loop)
+    assert ours == {**OmegaConf.to_container(refine.loop), "roles": "full"}
+
+
+def test_table_3_rows_are_one_roles_value_each_and_no_advisor_switch_is_left() -> None:
+    cfg = compose_cfg("evaluate", ["experiment=table_3_agents"])
+    roles = {name: node.loop.roles for name, node in cfg.method_registry.items() if "loop" in node}
+    assert roles == {"neurorefiner": "full", "nr_no_agents": "none", "nr_inspector_only": "inspector_only",
+                     "nr_inspector_validator": "no_advisor", "nr_inspector_advisor": "no_validator"}
+    assert all("advisor" not in node for node in cfg.method_registry.values())
+    method = build_method(method_node(cfg, "nr_inspector_validator"))
+    assert method.settings.roles == "no_advisor"
+
+
+def test_no_advisor_is_the_inspectors_instruction_validated() -> None:
+    image, mask = noisy_tree()
+    loop = build_loop(HEURISTIC, {"block_size": 64, "roles": "no_advisor"}, FAKE_EDITOR, t_max=3)
+    seen = []
+    validate = loop.agents.validator.validate
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(args[3].info.backend)
+        return validate(*args, **kwargs)
+
+    loop.agents.validator.validate = spy  # type: ignore[method-assign]
+    loop.run(image, mask)
+    assert seen and set(seen) == {"inspector_only"}
+
+
+def test_editor_factory_builds_a_target_or_the_shipped_loader() -> None:
+    assert isinstance(editor_factory(FAKE_EDITOR)(), RegionEditor)
+    with pytest.raises(Exception, match="checkpoint|No such file|not found"):
+        editor_factory({"checkpoint": "/nonexistent/editor.ckpt"})()
+
+
+def test_refine_and_the_method_write_one_trace_format(tmp_path: Path) -> None:
+    from neurorefiner.agents.run import refine_volume
+    from neurorefiner.io import read_mask, read_volume, write_volume
+
+    image, mask = noisy_tree()
+    write_volume(tmp_path / "img.tif", (image * 255).astype(np.uint8))
+    write_volume(tmp_path / "msk.tif", mask)
+    cfg = compose_cfg("refine", [f"image={tmp_path / 'img.tif'}", f"mask={tmp_path / 'msk.tif'}",
+                                 f"out={tmp_path / 'o'}", "loop.block_size=64", "t_max=3", "progress=false",
+                                 "report=false", "~tracing", f"editor._target_={FAKE_EDITOR['_target_']}"])
+    refine_volume(read_volume(cfg.image), read_mask(cfg.mask), cfg)
+    refined = read_trace(tmp_path / "o" / "trace.jsonl")
+
+    method = NeuroRefiner(HEURISTIC, cfg.loop, cfg.editor, t_max=3, trace_dir=str(tmp_path / "traces"))
+    img = read_volume(cfg.image).normalized()
+    got = method(img, mask, type("Case", (), {"name": "c1"})())
+    evaluated = read_trace(tmp_path / "traces" / "c1.jsonl")
+
+    a, b = refined[0], evaluated[0]
+    assert a.keys() == b.keys() and set(RUN_KEYS) <= a.keys()
+    assert {k: a[k] for k in RUN_KEYS} == {k: b[k] for k in RUN_KEYS}      # same volume, same run
+    assert a["inputs"]["image"].endswith("img.tif") and b["inputs"] == {"case": "c1"}
+    assert refined[-1]["type"] == evaluated[-1]["type"] == "done"
+    assert refined[-1]["mask_hash"] == evaluated[-1]["mask_hash"]
+    assert (read_volume(tmp_path / "o" / "refined_mask.tif").load() > 0).tolist() == got.tolist()
+
+
+def test_bad_loop_settings_fail_when_the_method_is_built() -> None:
+    with pytest.raises(ValueError, match="roles"):
+        NeuroRefiner(HEURISTIC, {"roles": "advisor_only"}, FAKE_EDITOR)
