@@ -159,3 +159,10 @@ def test_two_refine_processes_on_one_folder(tmp_path: Path, two_inputs) -> None:
     assert busy.stderr.strip().count("\n") == 0 and str(out) in busy.stderr and "in use" in busy.stderr
     assert read_volume(out / "refined_mask.tif").shape == (32, 64, 64)        # the first run's result
     assert np.asarray(read_volume(out / "refined_mask.tif").load()).any()
+
+
+def test_an_input_name_that_is_not_utf8_is_exit_2_before_it_is_read(tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        refine_here([f"image='{tmp_path / 'x'}\udcff.tif'", f"mask={tmp_path / 'm.tif'}", f"out={tmp_path / 'o'}"])
+    err = one_error_line(capsys, 2, exc)
+    assert "image=" in err and "UTF-8" in err and not (tmp_path / "o").exists()
