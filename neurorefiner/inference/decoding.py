@@ -98,6 +98,12 @@ class DecodingConfig:
             (the default: on 20 seed-0 probe breaks, 3 voxels reconnected one more break and made one
             more false merge).
         absorb_size: largest piece (voxels) that is absorbed this way.
+        cut_margin: voxels the start (tip) and end (junction) cells of ``Remove noise from A to B`` are grown by
+            when a removal finds only structure continuing beyond the named place and falls through to
+            cutting an attached branch (:mod:`neurorefiner.inference.branch_cut`).
+        cut_max_probability: such a cut is refused when the network's mean probability on the branch is above
+            this (1 = topology alone executes the cut the agents decided: the shipped network was not trained
+            on attached structure).
     """
 
     threshold: float = 0.5
@@ -124,6 +130,8 @@ class DecodingConfig:
     outside_cost: float = 1.0
     absorb_gap: int = 0
     absorb_size: int = 30
+    cut_margin: int = 4
+    cut_max_probability: float = 1.0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold < 1.0:
@@ -681,6 +689,13 @@ def remove_decided_without_network(mask: np.ndarray, image: np.ndarray | None, i
                          image)
     if best.changed:
         return None
+    if instruction.end is not None:
+        if DecodingConfig.build(config).cut_max_probability < 1.0:
+            return None  # a cut the network must vouch for needs its pass
+        best = _cut_instead(mask, None, instruction, config, best)
+        if best.changed:
+            best.reason += " (decided without a network pass: topology alone executes a decided cut)"
+            return best
     best.reason += " (decided without a network pass: no output of it could remove anything here)"
     return best
 
@@ -696,8 +711,25 @@ def decode(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None, instruc
     if mask.ndim != 3:
         raise ValueError(f"blocks must be 3-D (ZYX), got shape {mask.shape}")
     if instruction.op == "remove":
-        return decode_remove(mask, prob, instruction.region(mask.shape), config, context, image)
+        result = decode_remove(mask, prob, instruction.region(mask.shape), config, context, image)
+        return result if result.changed else _cut_instead(mask, prob, instruction, config, result)
     return decode_connect(mask, prob, image, instruction, config, context)
+
+
+def _cut_instead(mask: np.ndarray, prob: np.ndarray | None, instruction: Instruction,
+                 config: DecodingConfig | Mapping[str, Any] | None, result: EditResult) -> EditResult:
+    """A removal from one cell to another that found only continuing structure: cut the attached branch
+    (:func:`neurorefiner.inference.branch_cut.cut_branch`) when one runs between the cells, else ``result``."""
+    from neurorefiner.inference.branch_cut import cut_branch
+
+    if instruction.end is None:
+        return result
+    cfg = DecodingConfig.build(config)
+    out, why = cut_branch(mask, instruction, prob, cfg.cut_margin, cfg.cut_max_probability)
+    if (out == mask).all():
+        result.reason += f"; {why}"
+        return result
+    return EditResult.from_masks(mask, out, why, op="remove", removed_pieces=1)
 
 
 def raw_decode(mask: np.ndarray, prob: np.ndarray, allowed: np.ndarray, threshold: float) -> EditResult:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-ROWS = ("initial", "classical", "ceiling_a", "ceiling_b", "scope")
+ROWS = ("initial", "classical", "ceiling_a", "ceiling_b", "scope", "judge_a", "judge_b", "loop")
 METRICS = ("SD", "SSD", "PRE", "REC", "F1")
 
 
@@ -58,29 +58,61 @@ def classical_mask(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float]
     return classical_refine(image, mask, spacing, **params)
 
 
-def ceiling_masks(image: np.ndarray, mask: np.ndarray, gold: Any, spacing: Sequence[float],
-                  candidate_settings: Any = None, label_settings: Any = None) -> tuple[dict[str, np.ndarray], dict]:
-    """The rows' masks for one case, and the candidate counts by kind and gold label."""
-    from neurorefiner.agents.candidates import apply_candidates, find_candidates
-    from neurorefiner.agents.learned.gold_labels import GoldIndex, label_all
+def ceiling_masks(gc: Any, cands: Sequence[Any], labels: Sequence[int | None], judge: Any = None
+                  ) -> dict[str, np.ndarray]:
+    """The rows' masks for one case (a :class:`~neurorefiner.agents.learned.training.GoldCase`) from its
+    candidates and their gold labels; ``judge``: a judge that never saw this stack adds the row of its own
+    choices made directly (what the learned agents would reach with a perfect editor)."""
+    from neurorefiner.agents.candidates import apply_candidates
+    from neurorefiner.agents.learned.gold_labels import GoldIndex
+    from neurorefiner.agents.learned.roles import choose
 
-    cands = find_candidates(image, mask, spacing, candidate_settings)
-    index = GoldIndex(gold, spacing, mask.shape, label_settings)
-    labels = label_all(cands.candidates, index)
-    true = [c for c, y in zip(cands.candidates, labels) if y == 1]
-    a = [c for c in true if c.kind in ("join", "remove")]
+    true = [c for c, y in zip(cands, labels) if y == 1]
+    index = GoldIndex(gc.gold, gc.spacing, gc.mask.shape)
     masks = {
-        "initial": mask,
-        "classical": classical_mask(image, mask, spacing),
-        "ceiling_a": apply_candidates(mask, a),
-        "ceiling_b": apply_candidates(mask, true),
-        "scope": _cut_to(mask, index.scope_slices()),
+        "initial": gc.mask,
+        "classical": classical_mask(gc.image, gc.mask, gc.spacing),
+        "ceiling_a": apply_candidates(gc.mask, [c for c in true if c.kind in ("join", "remove")]),
+        "ceiling_b": apply_candidates(gc.mask, true),
+        "scope": _cut_to(gc.mask, index.scope_slices()),
     }
+    if judge is not None:
+        p, passed = judge.decide(cands)
+        picked = choose(cands, p, passed)
+        masks["judge_a"] = apply_candidates(gc.mask, [c for c, _ in picked if c.kind != "prune"])
+        masks["judge_b"] = apply_candidates(gc.mask, [c for c, _ in picked])
+    return masks
+
+
+def loop_mask(gc: Any, judge: Any, t_max: int = 5) -> tuple[np.ndarray, dict]:
+    """The learned agents' loop (conf/agent/learned.yaml, with ``judge``) and the shipped editor
+    (conf/editor/toporefinenet.yaml) on one case: the NeuroRefiner row at the committed settings."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from neurorefiner.agents.editor import LazyEditor
+    from neurorefiner.agents.learned import LearnedAdvisor, LearnedInspector, LearnedValidator
+    from neurorefiner.agents.loop import Agents, LoopSettings, run_loop
+    from neurorefiner.paths import conf_dir
+
+    agent = OmegaConf.to_container(OmegaConf.load(conf_dir() / "agent" / "learned.yaml"))
+
+    def args(role: str) -> dict:
+        return {k: v for k, v in agent[role].items() if not k.startswith("_") and k != "judge"}  # type: ignore[union-attr]
+
+    agents = Agents(LearnedInspector(judge=judge, **args("inspector")), LearnedAdvisor(**args("advisor")),
+                    LearnedValidator(**args("validator")))
+    editor = LazyEditor(instantiate(OmegaConf.load(conf_dir() / "editor" / "toporefinenet.yaml")))
+    result = run_loop(gc.image, gc.mask, agents, editor, LoopSettings(t_max=t_max), gc.spacing)
+    return result.mask, result.counts
+
+
+def candidate_counts(cands: Sequence[Any], labels: Sequence[int | None]) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for c, y in zip(cands.candidates, labels):
+    for c, y in zip(cands, labels):
         key = f"{c.kind}_{'none' if y is None else y}"
         counts[key] = counts.get(key, 0) + 1
-    return masks, counts
+    return counts
 
 
 def _cut_to(mask: np.ndarray, box: tuple[slice, ...]) -> np.ndarray:
@@ -89,41 +121,33 @@ def _cut_to(mask: np.ndarray, box: tuple[slice, ...]) -> np.ndarray:
     return out
 
 
-def run_ceilings(items: Sequence[tuple[str, str, np.ndarray, np.ndarray, Any, Sequence[float]]],
-                 progress: bool = True) -> list[dict]:
-    """One row per (case, segmenter, row kind). ``items``: (case, segmenter, image, mask, gold, spacing)."""
+def run_ceilings(cases: Sequence[Any], judges: dict[str, Any] | None = None, progress: bool = True,
+                 loop: bool = False) -> tuple[list[dict], Any]:
+    """One row per (case, segmenter, row); and the labelled set (for the judge's held-out figures).
+    ``judges``: group -> a judge trained without that group (the judge rows are skipped without)."""
     from tqdm import tqdm
 
+    from neurorefiner.agents.learned.training import labelled_set
+
+    data, per_case = labelled_set(cases, progress=progress)
+    if judges is None:
+        from neurorefiner.agents.learned.training import held_out_judges
+
+        judges = held_out_judges(data)
     score = protocol_scorer()
     rows = []
-    for case, segmenter, image, mask, gold, spacing in tqdm(items, desc="ceilings", unit="case", disable=not progress):
-        masks, counts = ceiling_masks(image, mask, gold, spacing)
-        for name in ROWS:
-            m = score(masks[name], gold, spacing)
-            rows.append({"case": case, "segmenter": segmenter, "row": name, **{k: m[k] for k in METRICS},
-                         "candidates": json.dumps(counts, sort_keys=True)})
-    return rows
-
-
-def dataset_items(dataset: str, split: str, segmenters: Sequence[str], limit: int | None = None
-                  ) -> list[tuple[str, str, np.ndarray, np.ndarray, Any, Sequence[float]]]:
-    """(case, segmenter, image, initial mask, gold, spacing) for a registry dataset's split, masks from the
-    initial-mask cache (made on first use, as ``evaluate.py`` does)."""
-    from neurorefiner.data.registry import get_dataset
-    from neurorefiner.inference.init_masks import write_init_masks
-    from neurorefiner.io.stacks import read_mask
-
-    ds = get_dataset(dataset)
-    cases = ds.cases(split)[: limit or None]
-    out = []
-    for seg in segmenters:
-        paths = {p.stem: p for p in write_init_masks(dataset, seg, None, split, None, False,
-                                                     only=[c.name for c in cases], progress=False)}
-        for c in cases:
-            img = c.image()
-            spacing = tuple(float(v) for v in (c.spacing or img.spacing))
-            out.append((c.name, seg, img.normalized(), read_mask(paths[c.name]).load() > 0, c.gold(), spacing))
-    return out
+    for gc, (cands, labels) in tqdm(list(zip(cases, per_case)), desc="ceilings", unit="case",
+                                    disable=not progress):
+        masks = ceiling_masks(gc, cands, labels, judges.get(gc.group))
+        counts = json.dumps(candidate_counts(cands, labels), sort_keys=True)
+        if loop and judges.get(gc.group) is not None:
+            masks["loop"], edits = loop_mask(gc, judges[gc.group])
+            counts = json.dumps({**json.loads(counts), **{f"loop_{k}": v for k, v in edits.items()}}, sort_keys=True)
+        for name, mask in masks.items():
+            m = score(mask, gc.gold, gc.spacing)
+            rows.append({"case": gc.case, "segmenter": gc.segmenter, "row": name,
+                         **{k: round(m[k], 4) for k in METRICS}, "candidates": counts})
+    return rows, data
 
 
 def summary_table(rows: list[dict], title: str, command: str) -> str:
@@ -146,9 +170,9 @@ def summary_table(rows: list[dict], title: str, command: str) -> str:
 
 
 def write_rows(rows: list[dict], path: Path) -> Path:
-    from neurorefiner.io.atomic import write_text_atomic
-
     import io
+
+    from neurorefiner.io.atomic import write_text_atomic
 
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(rows[0]))

@@ -1,0 +1,468 @@
+"""Every edit a refiner could make to a mask, with the measurements a judge decides it from.
+
+Three kinds, each enumerated in full rather than ranked by a rule first (the heuristic Inspector examined the
+64 largest pieces only, and in a mask of thousands of fragments the pieces next to the tree are not among them):
+
+* **join**: two pieces whose closest voxels come within ``reach_um`` micrometres (physical distance, so the
+  z axis of an anisotropic stack counts at its real size), whatever their size rank. The bridge is the
+  brightest path between the two closest voxels.
+* **remove**: every piece but the largest (an isolated piece: noise, or a fragment of neurite).
+* **prune**: every terminal branch of the skeleton of a piece of at least ``prune_min_piece`` voxels (a branch
+  from a junction to a tip, from ``skan``'s skeleton graph): a spur, or a fibre merged into the neuron that the
+  paper's Inspector, which sees only isolated pieces, can never name.
+
+Each candidate carries numeric ``features`` (what a person reads off the image: gap length, how much signal the
+gap holds, whether the ends face each other, a piece's size, shape and brightness, a branch's length, thickness,
+brightness and whether it continues another branch straight through its junction: the direction-continuity cue
+of NeuroGPS-Tree and G-Cut) and the voxels the edit would change, so the same object is scored by the judge,
+labelled from gold for training, executed for the gold-vetted ceilings, and named by the Advisor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+KINDS = ("join", "remove", "prune")
+
+
+@dataclass(frozen=True)
+class CandidateSettings:
+    """How far candidates are looked for (physical units, chosen on DIADEM dev only)."""
+
+    reach_um: float = 8.0          # longest join considered (today's heuristic: 10 xy voxels = 3.3 um on DIADEM)
+    join_min_size: int = 10        # pieces under this many voxels end no join (specks are removals)
+    prune_min_piece: int = 200     # branches are looked for on pieces at least this large
+    prune_min_um: float = 3.0      # terminal branches shorter than this are skeleton noise, not structure
+    end_radius_um: float = 3.0     # neighbourhood that tells an end (mass behind it) from a tube's side
+    max_pieces: int = 20_000       # a guard on pathological masks (noise fields): the largest pieces are kept
+
+    def __post_init__(self) -> None:
+        if self.reach_um <= 0 or self.prune_min_um < 0 or self.end_radius_um <= 0:
+            raise ValueError("reach_um and end_radius_um must be > 0, prune_min_um >= 0")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One possible edit. ``anchors`` are voxel coordinates (ZYX): a join's two facing ends, a removal's most
+    central voxel, a prune's tip then its junction. ``voxels`` (N x 3) are what the edit changes: the bridge's
+    path for a join (before thickening), the piece or the branch's voxels for a removal or a prune."""
+
+    kind: str
+    anchors: tuple[tuple[int, int, int], ...]
+    pieces: tuple[int, ...]
+    features: dict[str, float]
+    voxels: np.ndarray = field(compare=False, repr=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:" + ";".join(",".join(str(v) for v in a) for a in self.anchors)
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+def intensity_levels(image: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
+    """Median background and foreground intensity (on a subsample): the scale every brightness is read on."""
+    step = max(1, int(round((image.size / 2_000_000) ** (1 / 3))))
+    img, msk = image[::step, ::step, ::step], mask[::step, ::step, ::step]
+    bg = float(np.median(img[~msk])) if (~msk).any() else 0.0
+    fg = float(np.median(img[msk])) if msk.any() else 1.0
+    if msk.sum() < 10 and mask.any():
+        fg = float(np.median(image[mask]))
+    return bg, max(fg, bg + 1e-3)
+
+
+def _rel(values: np.ndarray, bg: float, fg: float) -> np.ndarray:
+    return (np.asarray(values, np.float64) - bg) / (fg - bg)
+
+
+def _elongation(coords_um: np.ndarray) -> float:
+    """sqrt of the largest over the second principal variance (1 for a ball, large for a tube)."""
+    if len(coords_um) < 3:
+        return 1.0
+    ev = np.sort(np.linalg.eigvalsh(np.cov(coords_um.T)))[::-1]
+    return float(np.sqrt(ev[0] / max(ev[1], 1e-3)))
+
+
+def _direction(points_um: np.ndarray) -> np.ndarray:
+    """Unit principal axis of a small point set (zero vector when undefined)."""
+    if len(points_um) < 2:
+        return np.zeros(3)
+    centred = points_um - points_um.mean(axis=0)
+    axis = np.linalg.svd(centred, full_matrices=False)[2][0]
+    return axis / max(np.linalg.norm(axis), 1e-9)
+
+
+def _end_features(tree, pts_um: np.ndarray, p: np.ndarray, towards: np.ndarray, radius: float
+                  ) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """(facing, alignment) of a piece at ``p`` for a gap towards ``towards``: facing is about -1 at an end
+    whose mass lies behind it (away from the gap) and about 0 on a tube's side; alignment is |cos| between
+    the piece's local axis and the gap direction (1: the gap continues the fibre)."""
+    idx = tree.query_ball_point(p, radius)
+    g = towards - p
+    ng = np.linalg.norm(g)
+    if len(idx) < 2 or ng < 1e-6:
+        return -1.0, 1.0
+    local = pts_um[idx]
+    offset = local.mean(axis=0) - p
+    no = np.linalg.norm(offset)
+    facing = 0.0 if no < 1e-6 else float(np.dot(offset, g) / (no * ng)) * min(1.0, no / (0.35 * radius))
+    align = float(abs(np.dot(_direction(local), g / ng))) if len(idx) >= 3 else 1.0
+    return facing, align
+
+
+def piece_voxels(labels: np.ndarray, box: Sequence[int], c: int) -> np.ndarray:
+    """Voxels of piece ``c`` read in its own bounding box (``cc3d.statistics`` order z0, z1, y0, y1, x0, x1)."""
+    z0, z1, y0, y1, x0, x1 = (int(v) for v in box)
+    return np.argwhere(labels[z0:z1 + 1, y0:y1 + 1, x0:x1 + 1] == c) + np.array([z0, y0, x0])
+
+
+# ----------------------------------------------------------------------------------------------- the set
+@dataclass
+class CandidateSet:
+    """All candidates of one mask state, with what they were computed from."""
+
+    candidates: list[Candidate]
+    labels: np.ndarray
+    sizes: np.ndarray
+    main: int
+    spacing: tuple[float, float, float]
+    levels: tuple[float, float]
+
+    def of_kind(self, kind: str) -> list[Candidate]:
+        return [c for c in self.candidates if c.kind == kind]
+
+
+def find_candidates(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float] = (1.0, 1.0, 1.0),
+                    settings: CandidateSettings | None = None, kinds: Sequence[str] = KINDS) -> CandidateSet:
+    """Every join, removal and prune candidate of ``mask`` (bool ZYX) over ``image`` (float ZYX in [0, 1])."""
+    import cc3d
+
+    from neurorefiner.topology.components import label_components
+
+    s = settings or CandidateSettings()
+    mask = np.asarray(mask, dtype=bool)
+    image = np.asarray(image, dtype=np.float32)
+    if mask.shape != image.shape or mask.ndim != 3:
+        raise ValueError(f"expected a 3D image and mask of one shape, got {image.shape} and {mask.shape}")
+    bad = set(kinds) - set(KINDS)
+    if bad:
+        raise ValueError(f"unknown candidate kind(s) {sorted(bad)}; known: {KINDS}")
+    sp = tuple(float(v) for v in spacing)
+    labels, n = label_components(mask)
+    sizes = np.bincount(labels.ravel(), minlength=n + 1)
+    sizes[0] = 0
+    main = int(np.argmax(sizes)) if n else 0
+    levels = intensity_levels(image, mask)
+    out: list[Candidate] = []
+    if n == 0:
+        return CandidateSet(out, labels, sizes, main, sp, levels)
+    boxes = cc3d.statistics(labels, no_slice_conversion=True)["bounding_boxes"]
+    context = _PieceContext(image, mask, labels, sizes, boxes, main, np.asarray(sp), levels, s)
+    if "join" in kinds:
+        out.extend(_joins(context))
+    if "remove" in kinds:
+        out.extend(_removals(context))
+    if "prune" in kinds:
+        out.extend(_prunes(context))
+    return CandidateSet(out, labels, sizes, main, sp, levels)
+
+
+@dataclass
+class _PieceContext:
+    image: np.ndarray
+    mask: np.ndarray
+    labels: np.ndarray
+    sizes: np.ndarray
+    boxes: np.ndarray
+    main: int
+    sp: np.ndarray
+    levels: tuple[float, float]
+    s: CandidateSettings
+    _voxels: dict[int, np.ndarray] = field(default_factory=dict)
+    _trees: dict[int, object] = field(default_factory=dict)
+    _main_dist: np.ndarray | None = None
+
+    def voxels(self, c: int) -> np.ndarray:
+        if c not in self._voxels:
+            self._voxels[c] = piece_voxels(self.labels, self.boxes[c], c)
+        return self._voxels[c]
+
+    def tree(self, c: int):  # type: ignore[no-untyped-def]
+        from scipy.spatial import cKDTree
+
+        if c not in self._trees:
+            self._trees[c] = cKDTree(self.voxels(c) * self.sp)
+        return self._trees[c]
+
+    def ranked_pieces(self, min_size: int) -> list[int]:
+        order = [int(c) for c in np.argsort(-self.sizes, kind="stable") if c > 0 and self.sizes[c] >= min_size]
+        return order[: self.s.max_pieces]
+
+    def dist_to_main(self, points: np.ndarray) -> np.ndarray:
+        """Physical distance from each point (voxels) to the largest piece."""
+        d, _ = self.tree(self.main).query(np.asarray(points, float).reshape(-1, 3) * self.sp)
+        return d
+
+
+def _joins(cx: _PieceContext) -> list[Candidate]:
+    from neurorefiner.baselines.classical import brightest_path
+
+    s, sp = cx.s, cx.sp
+    bg, fg = cx.levels
+    pieces = cx.ranked_pieces(s.join_min_size)
+    if len(pieces) < 2:
+        return []
+    b = np.asarray(cx.boxes, dtype=float)
+    lo_all, hi_all = b[:, [0, 2, 4]] * sp, (b[:, [1, 3, 5]]) * sp
+    arr = np.asarray(pieces)
+    out: list[Candidate] = []
+    for i, ci in enumerate(pieces):
+        others = arr[i + 1:]
+        if not len(others):
+            break
+        sep = np.maximum(0.0, np.maximum(lo_all[ci] - hi_all[others], lo_all[others] - hi_all[ci]))
+        near = others[np.linalg.norm(sep, axis=1) <= s.reach_um]
+        for cj in near.tolist():
+            small, big = (cj, ci) if cx.sizes[cj] <= cx.sizes[ci] else (ci, cj)
+            vs = cx.voxels(small)
+            d, idx = cx.tree(big).query(vs * sp, distance_upper_bound=s.reach_um)
+            k = int(np.argmin(d))
+            if not np.isfinite(d[k]):
+                continue
+            a, bb = vs[k], cx.voxels(big)[int(idx[k])]
+            out.append(_join_candidate(cx, small, big, a, bb, float(d[k]), brightest_path, bg, fg))
+    return out
+
+
+def _join_candidate(cx: _PieceContext, small: int, big: int, a: np.ndarray, b: np.ndarray, gap: float,
+                    brightest_path, bg: float, fg: float) -> Candidate:  # type: ignore[no-untyped-def]
+    sp, s = cx.sp, cx.s
+    a_um, b_um = a * sp, b * sp
+    face_s, align_s = _end_features(cx.tree(small), cx.voxels(small) * sp, a_um, b_um, s.end_radius_um)
+    face_b, align_b = _end_features(cx.tree(big), cx.voxels(big) * sp, b_um, a_um, s.end_radius_um)
+    path = brightest_path(cx.image, a, b, sp / sp.min())
+    inner = path[1:-1] if len(path) > 2 else path
+    vals = _rel(cx.image[tuple(inner.T)], bg, fg)
+    steps = np.linalg.norm(np.diff(path * sp, axis=0), axis=1).sum() if len(path) > 1 else 0.0
+    line = np.rint(a[None] + np.linspace(0, 1, max(int(np.ceil(gap / sp.min())), 2))[:, None] * (b - a)[None])
+    straight = _rel(cx.image[tuple(line.astype(int).T)], bg, fg)
+    feats = {
+        "gap_um": gap,
+        "gap_z_um": float(abs(a_um[0] - b_um[0])),
+        "log_size_small": float(np.log1p(cx.sizes[small])),
+        "log_size_big": float(np.log1p(cx.sizes[big])),
+        "big_is_main": float(big == cx.main),
+        "small_is_main": float(small == cx.main),
+        "facing_small": face_s,
+        "facing_big": face_b,
+        "align_small": align_s,
+        "align_big": align_b,
+        "path_q25": float(np.percentile(vals, 25)),
+        "path_min": float(vals.min()),
+        "path_mean": float(vals.mean()),
+        "straight_q25": float(np.percentile(straight, 25)),
+        "path_tortuosity": float(steps / max(gap, 1e-6)),
+        "small_brightness": float(_rel(cx.image[tuple(cx.voxels(small).T)], bg, fg).mean()),
+        "big_brightness": float(_rel(cx.image[tuple(cx.voxels(big).T)], bg, fg).mean()),
+        "small_elongation": _elongation(cx.voxels(small) * sp),
+        "small_dist_main_um": float(cx.dist_to_main(a)[0]) if small != cx.main else 0.0,
+    }
+    anchors = (tuple(int(v) for v in a), tuple(int(v) for v in b))
+    return Candidate("join", anchors, (small, big), feats, np.asarray(path, np.int64))  # type: ignore[arg-type]
+
+
+def _border_share(vox: np.ndarray, shape: Sequence[int], margin: int = 2) -> float:
+    sh = np.asarray(shape)
+    return float(np.any((vox < margin) | (vox >= sh - margin), axis=1).mean()) if len(vox) else 0.0
+
+
+def _removals(cx: _PieceContext) -> list[Candidate]:
+    from scipy.spatial import cKDTree
+
+    sp = cx.sp
+    bg, fg = cx.levels
+    pieces = [c for c in cx.ranked_pieces(1) if c != cx.main]
+    if not pieces:
+        return []
+    # nearest other sizeable piece, for "a fragment of something" vs "alone in the dark"
+    sizeable = [c for c in cx.ranked_pieces(cx.s.join_min_size)][:2000]
+    centres = {c: cx.voxels(c).mean(axis=0) * sp for c in sizeable}
+    centre_tree = cKDTree(np.array([centres[c] for c in sizeable])) if len(sizeable) > 1 else None
+    out = []
+    for c in pieces:
+        vox = cx.voxels(c)
+        um = vox * sp
+        centre = um.mean(axis=0)
+        anchor = vox[int(np.argmin(((um - centre) ** 2).sum(axis=1)))]
+        vals = _rel(cx.image[tuple(vox.T)], bg, fg)
+        ext = (um.max(axis=0) - um.min(axis=0)) if len(um) else np.zeros(3)
+        near_other = np.inf
+        if centre_tree is not None:
+            dd, ii = centre_tree.query(centre, k=min(3, len(sizeable)))
+            for d_, i_ in zip(np.atleast_1d(dd), np.atleast_1d(ii)):
+                if sizeable[int(i_)] not in (c, cx.main):
+                    near_other = float(d_)
+                    break
+        feats = {
+            "log_size": float(np.log1p(len(vox))),
+            "elongation": _elongation(um),
+            "extent_um": float(ext.max()),
+            "extent_z_um": float(ext[0]),
+            "brightness": float(vals.mean()),
+            "brightness_max": float(vals.max()),
+            "dist_main_um": float(cx.dist_to_main(vox).min()),
+            "dist_other_um": float(min(near_other, 1e3)),
+            "border_share": _border_share(vox, cx.mask.shape),
+            "log_main_size": float(np.log1p(cx.sizes[cx.main])),
+        }
+        out.append(Candidate("remove", (tuple(int(v) for v in anchor),), (c,), feats, vox))
+    return out
+
+
+def _prunes(cx: _PieceContext) -> list[Candidate]:
+    """Terminal branches of the skeleton of every piece of at least ``prune_min_piece`` voxels."""
+    out: list[Candidate] = []
+    for c in cx.ranked_pieces(cx.s.prune_min_piece):
+        out.extend(_piece_prunes(cx, c))
+    return out
+
+
+def _piece_prunes(cx: _PieceContext, c: int) -> list[Candidate]:
+    import edt
+    import skan
+    from scipy.spatial import cKDTree
+    from skimage.morphology import skeletonize
+
+    sp, s = cx.sp, cx.s
+    bg, fg = cx.levels
+    z0, z1, y0, y1, x0, x1 = (int(v) for v in cx.boxes[c])
+    pad = 1
+    lo = np.array([max(z0 - pad, 0), max(y0 - pad, 0), max(x0 - pad, 0)])
+    hi = np.minimum(np.array([z1, y1, x1]) + pad + 1, cx.mask.shape)
+    box = tuple(slice(int(a), int(b)) for a, b in zip(lo, hi))
+    piece = cx.labels[box] == c
+    skel = skeletonize(piece)
+    if skel.sum() < 3:
+        return []
+    graph = skan.Skeleton(skel, spacing=tuple(float(v) for v in sp))
+    summary = skan.summarize(graph, separator="_")
+    depth = edt.edt(piece, anisotropy=tuple(float(v) for v in sp))
+    img = cx.image[box]
+    # which skeleton branch each voxel of the piece belongs to: its nearest skeleton voxel's branch
+    paths = [graph.path_coordinates(i).astype(int) for i in range(graph.n_paths)]
+    skel_pts = np.concatenate(paths)
+    skel_owner = np.concatenate([np.full(len(p), i) for i, p in enumerate(paths)])
+    piece_vox = cx.voxels(c) - lo
+    _, nearest = cKDTree(skel_pts * sp).query(piece_vox * sp)
+    owner_of = skel_owner[nearest]
+    # junction -> branches meeting there, for the continuity cue
+    src = summary["node_id_src"].to_numpy()
+    dst = summary["node_id_dst"].to_numpy()
+    btype = summary["branch_type"].to_numpy()
+    blen = summary["branch_distance"].to_numpy()
+    degree = np.bincount(np.concatenate([src, dst]), minlength=int(max(src.max(), dst.max())) + 1)
+    by_node: dict[int, list[int]] = {}
+    for i, (a, b) in enumerate(zip(src, dst)):
+        by_node.setdefault(int(a), []).append(i)
+        by_node.setdefault(int(b), []).append(i)
+    coords = graph.coordinates.astype(int)
+    out = []
+    for i in range(len(summary)):
+        if btype[i] != 1 or blen[i] < s.prune_min_um:
+            continue
+        # orient the path tip -> junction
+        a, b = int(src[i]), int(dst[i])
+        tip_node, junction = (a, b) if degree[a] == 1 else (b, a)
+        p = paths[i]
+        if not np.array_equal(p[0], coords[tip_node]):
+            p = p[::-1]
+        p_um = p * sp
+        at_j = p_um[-min(len(p), 8):]
+        d_this = _direction(at_j)
+        d_this = d_this if np.dot(d_this, p_um[-1] - at_j[0]) >= 0 else -d_this  # pointing into the junction
+        best_cont, n_others, others_len = -1.0, 0, 0.0
+        for j in by_node.get(junction, []):
+            if j == i:
+                continue
+            n_others += 1
+            q = paths[j]
+            q = q if np.array_equal(q[0], coords[junction]) else q[::-1]
+            q_um = q * sp
+            seg = q_um[: min(len(q), 8)]
+            d_other = _direction(seg)
+            d_other = d_other if np.dot(d_other, seg[-1] - seg[0]) >= 0 else -d_other  # leaving the junction
+            best_cont = max(best_cont, float(np.dot(d_this, d_other)))
+            others_len = max(others_len, float(blen[j]))
+        thick = depth[tuple(p.T)]
+        longest = _longest_other(by_node, junction, i, blen)
+        trunk = float(np.median(depth[tuple(paths[longest].T)])) if longest is not None else 1.0
+        vals = _rel(img[tuple(p.T)], bg, fg)
+        vox = piece_vox[owner_of == i]
+        # keep the junction's own neighbourhood: the cut is at the junction, not into the trunk
+        if len(vox):
+            jr = float(thick[-1]) + float(sp.min())
+            keep = np.linalg.norm((vox - p[-1]) * sp, axis=1) <= jr
+            vox = vox[~keep]
+        if not len(vox):
+            continue
+        tip, junc = p[0] + lo, p[-1] + lo
+        feats = {
+            "length_um": float(blen[i]),
+            "euclid_um": float(np.linalg.norm(p_um[0] - p_um[-1])),
+            "tortuosity": float(blen[i] / max(np.linalg.norm(p_um[0] - p_um[-1]), 1e-6)),
+            "thickness_um": float(np.median(thick)),
+            "thickness_ratio": float(np.median(thick) / max(trunk, 1e-6)),
+            "brightness": float(vals.mean()),
+            "brightness_min": float(vals.min()),
+            "continuity": best_cont,
+            "n_at_junction": float(n_others),
+            "other_len_um": others_len,
+            "tip_border_um": float(np.min(np.minimum(tip, np.asarray(cx.mask.shape) - 1 - tip) * sp)),
+            "log_piece_size": float(np.log1p(cx.sizes[c])),
+            "piece_is_main": float(c == cx.main),
+            "log_voxels": float(np.log1p(len(vox))),
+            "share_of_piece": float(len(vox) / max(cx.sizes[c], 1)),
+        }
+        out.append(Candidate("prune", (tuple(int(v) for v in tip), tuple(int(v) for v in junc)), (c,), feats,
+                             vox + lo))
+    return out
+
+
+def _longest_other(by_node: dict[int, list[int]], junction: int, i: int, blen: np.ndarray) -> int | None:
+    others = [j for j in by_node.get(junction, []) if j != i]
+    return max(others, key=lambda j: blen[j]) if others else None
+
+
+# ----------------------------------------------------------------------------------------------- execution
+def apply_candidates(mask: np.ndarray, chosen: Sequence[Candidate]) -> np.ndarray:
+    """``mask`` with the chosen edits made directly (joins as 6-thickened brightest paths, removals and prunes
+    by clearing their voxels): what a perfect editor would do, used for the ceilings."""
+    from neurorefiner.baselines.classical import _thicken
+
+    out = np.asarray(mask, dtype=bool).copy()
+    for c in chosen:
+        if c.kind in ("remove", "prune") and len(c.voxels):
+            out[tuple(np.asarray(c.voxels).T)] = False
+    for c in chosen:
+        if c.kind == "join" and len(c.voxels):
+            out[_thicken(c.voxels, out.shape)] = True
+    return out
+
+
+def feature_names(kind: str) -> list[str]:
+    """The feature order of a kind (fixed: the judge's columns)."""
+    return list(_FEATURES[kind])
+
+
+_FEATURES = {
+    "join": ("gap_um", "gap_z_um", "log_size_small", "log_size_big", "big_is_main", "small_is_main", "facing_small",
+             "facing_big", "align_small", "align_big", "path_q25", "path_min", "path_mean", "straight_q25",
+             "path_tortuosity", "small_brightness", "big_brightness", "small_elongation", "small_dist_main_um"),
+    "remove": ("log_size", "elongation", "extent_um", "extent_z_um", "brightness", "brightness_max", "dist_main_um",
+               "dist_other_um", "border_share", "log_main_size"),
+    "prune": ("length_um", "euclid_um", "tortuosity", "thickness_um", "thickness_ratio", "brightness",
+              "brightness_min", "continuity", "n_at_junction", "other_len_um", "tip_border_um", "log_piece_size",
+              "piece_is_main", "log_voxels", "share_of_piece"),
+}

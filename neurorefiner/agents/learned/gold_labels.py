@@ -1,0 +1,91 @@
+"""What gold says of a candidate edit: the labels the judge learns from and the ceilings are chosen with.
+
+* A **join** is true where the gold skeleton runs through the bridge: at least ``join_true`` of the bridge's
+  path within ``tol_um`` of the gold, both ends too; false where at most ``join_false`` of it is.
+* A **removal** or a **prune** is true (the structure is false) where at most ``remove_true`` of its voxels lie
+  within ``tol_um`` of the gold, and false (it is neuron) where at least ``remove_false`` do.
+* Anything in between is ambiguous and carries no label. So does anything reaching **beyond the gold's
+  scope** (the gold nodes' bounding box grown by ``scope_margin`` voxels): DIADEM's gold traces one neuron
+  from a root inside the stack while a fibre may run on to the image edge; a judge trained to remove what
+  the gold simply did not trace would learn to cut real fibres.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from neurorefiner.agents.candidates import Candidate
+from neurorefiner.io.swc import Tree
+
+
+@dataclass(frozen=True)
+class LabelSettings:
+    tol_um: float = 3.0
+    scope_margin: int = 10
+    join_true: float = 0.7
+    join_false: float = 0.3
+    remove_true: float = 0.1
+    remove_false: float = 0.5
+    step_um: float = 0.5
+
+
+class GoldIndex:
+    """The gold tree resampled densely, for distance queries in micrometres, and its scope box."""
+
+    def __init__(self, gold: Tree, spacing: Sequence[float], shape: Sequence[int],
+                 settings: LabelSettings | None = None) -> None:
+        from scipy.spatial import cKDTree
+
+        self.s = settings or LabelSettings()
+        self.sp = np.asarray(spacing, np.float64)
+        dense = gold.resampled(self.s.step_um, tuple(self.sp)) if len(gold) else gold
+        zyx = np.asarray(dense.zyx, np.float64)
+        self.tree = cKDTree(zyx * self.sp) if len(zyx) else None
+        if len(zyx):
+            lo = np.floor(zyx.min(axis=0)).astype(int) - self.s.scope_margin
+            hi = np.ceil(zyx.max(axis=0)).astype(int) + self.s.scope_margin + 1
+            self.lo, self.hi = np.maximum(lo, 0), np.minimum(hi, np.asarray(shape))
+        else:
+            self.lo = self.hi = np.zeros(3, int)
+
+    def near(self, voxels: np.ndarray) -> np.ndarray:
+        """Whether each voxel (N x 3) lies within ``tol_um`` of the gold."""
+        v = np.asarray(voxels, np.float64).reshape(-1, 3)
+        if self.tree is None or not len(v):
+            return np.zeros(len(v), bool)
+        d, _ = self.tree.query(v * self.sp, distance_upper_bound=self.s.tol_um)
+        return np.isfinite(d)
+
+    def in_scope(self, voxels: np.ndarray) -> np.ndarray:
+        v = np.asarray(voxels).reshape(-1, 3)
+        return np.all((v >= self.lo) & (v < self.hi), axis=1)
+
+    def scope_slices(self) -> tuple[slice, ...]:
+        return tuple(slice(int(a), int(b)) for a, b in zip(self.lo, self.hi))
+
+
+def gold_label(candidate: Candidate, gold: GoldIndex) -> int | None:
+    """1: the edit is right, 0: it is wrong, None: gold cannot tell (ambiguous or beyond its scope)."""
+    s = gold.s
+    vox = np.asarray(candidate.voxels).reshape(-1, 3)
+    anchors = np.asarray(candidate.anchors)
+    if not len(vox):
+        return None
+    if not gold.in_scope(vox).all() or not gold.in_scope(anchors).all():
+        return None
+    share = float(gold.near(vox).mean())
+    if candidate.kind == "join":
+        ends = bool(gold.near(anchors).all())
+        if share >= s.join_true and ends:
+            return 1
+        return 0 if share <= s.join_false else None
+    if share <= s.remove_true:
+        return 1
+    return 0 if share >= s.remove_false else None
+
+
+def label_all(candidates: Sequence[Candidate], gold: GoldIndex) -> list[int | None]:
+    return [gold_label(c, gold) for c in candidates]

@@ -1,0 +1,223 @@
+"""The ``learned`` agent backend: the three roles deciding from the judge's scores of every candidate edit.
+
+* **Inspector**: enumerates every candidate of the current mask (joins within reach, isolated pieces, terminal
+  branches of the skeleton), has the judge score them, and flags the blocks holding the ones that pass:
+  a join as a break (``FN``, its two ends), a removal as noise (``FP``, the piece), a prune as attached false
+  structure (``FP_ATTACHED``, the branch's tip then its junction). Joins are taken most probable first and
+  only while they join pieces not yet joined, so a chain of fragments gives a chain of breaks.
+* **Advisor**: names the place in the grammar, as the heuristic Advisor does for breaks and noise; an attached
+  branch becomes ``Remove noise from <tip> to <junction>``.
+* **Validator**: the heuristic Validator's rule checks (compliance, topology) and, beside them, the judge:
+  an edit that deletes voxels of the root's tree is accepted only for a branch the judge flagged, and never
+  when it splits the tree.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neurorefiner.agents.candidates import Candidate, CandidateSettings, find_candidates
+from neurorefiner.agents.editor import frame_around
+from neurorefiner.agents.heuristic.advisor import HeuristicAdvisor, _position
+from neurorefiner.agents.heuristic.validator import HeuristicValidator
+from neurorefiner.agents.learned.judge import Judge
+from neurorefiner.agents.roles import (
+    Advice,
+    Attempt,
+    BlockContext,
+    CallInfo,
+    Defect,
+    Flag,
+    GlobalView,
+    Inspection,
+    Step,
+    Verdict,
+)
+from neurorefiner.topology.blocks import block_of_point
+from neurorefiner.topology.instructions import Instruction
+
+ATTACHED = "FP_ATTACHED"
+"""A defect kind beyond the paper's FN / FP: false structure merged into the neuron (a spur, a touching fibre)."""
+
+
+def shipped_judge() -> Path:
+    from neurorefiner.paths import project_root
+
+    return project_root() / "checkpoints" / "judge.json"
+
+
+def _load_judge(judge: str | Path | Judge | None) -> Judge:
+    if isinstance(judge, Judge):
+        return judge
+    return Judge.load(judge or shipped_judge())
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+
+    def find(self, a: int) -> int:
+        self.parent.setdefault(a, a)
+        while self.parent[a] != a:
+            self.parent[a] = self.parent[self.parent[a]]
+            a = self.parent[a]
+        return a
+
+    def union(self, a: int, b: int) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return False
+        self.parent[rb] = ra
+        return True
+
+
+def choose(candidates: Sequence[Candidate], p: np.ndarray, passed: np.ndarray, prune: bool = True
+           ) -> list[tuple[Candidate, float]]:
+    """The edits to make, in the order to make them: joins (most probable first, each joining pieces not yet
+    joined), then removals of pieces no chosen join uses, then prunes."""
+    order = np.argsort(-p, kind="stable")
+    joins, uf, joined = [], _UnionFind(), set()
+    for i in order:
+        c = candidates[i]
+        if passed[i] and c.kind == "join" and uf.union(*c.pieces):
+            joins.append((c, float(p[i])))
+            joined.update(c.pieces)
+    removals = [(candidates[i], float(p[i])) for i in order
+                if passed[i] and candidates[i].kind == "remove" and candidates[i].pieces[0] not in joined]
+    prunes = [(candidates[i], float(p[i])) for i in order if prune and passed[i] and candidates[i].kind == "prune"]
+    return joins + removals + prunes
+
+
+def _defect(c: Candidate, p: float) -> Defect:
+    f = c.features
+    if c.kind == "join":
+        return Defect("FN", c.anchors, int(np.expm1(f["log_size_small"])),
+                      f"join p={p:.2f}: gap {f['gap_um']:.1f} um, signal {f['path_q25']:.2f}")
+    if c.kind == "remove":
+        return Defect("FP", c.anchors, int(np.expm1(f["log_size"])),
+                      f"remove p={p:.2f}: piece of {int(np.expm1(f['log_size']))} voxels, "
+                      f"{f['dist_main_um']:.1f} um from the tree")
+    return Defect(ATTACHED, c.anchors, int(np.expm1(f["log_voxels"])),
+                  f"prune p={p:.2f}: branch of {f['length_um']:.1f} um, continuity {f['continuity']:.2f}")
+
+
+class LearnedInspector:
+    """Flags blocks from the judge's scores of every candidate (module docstring)."""
+
+    name = "learned"
+
+    def __init__(self, judge: str | Path | Judge | None = None, reach_um: float = 8.0, join_min_size: int = 10,
+                 prune_min_piece: int = 200, prune_min_um: float = 3.0, prune: bool = True) -> None:
+        self.judge = _load_judge(judge)
+        self.settings = CandidateSettings(reach_um=reach_um, join_min_size=join_min_size,
+                                          prune_min_piece=prune_min_piece, prune_min_um=prune_min_um)
+        self.prune = bool(prune)
+
+    def chosen(self, image: np.ndarray, mask: np.ndarray, spacing: Sequence[float]) -> list[tuple[Candidate, float]]:
+        kinds = ("join", "remove", "prune") if self.prune else ("join", "remove")
+        cands = find_candidates(image, mask, spacing, self.settings, kinds).candidates
+        p, passed = self.judge.decide(cands)
+        return choose(cands, p, passed, self.prune)
+
+    def inspect(self, view: GlobalView) -> Inspection:
+        t0 = time.perf_counter()
+        grouped: dict[int, list[Defect]] = {}
+        chosen = self.chosen(np.asarray(view.image, np.float32), np.asarray(view.mask, bool), view.spacing)
+        for c, p in chosen:
+            where = np.asarray(c.anchors, float).mean(axis=0) if c.kind != "prune" else np.asarray(c.anchors[0], float)
+            z, y, x = (int(round(v)) for v in where)
+            block = block_of_point(view.blocks, (min(max(z, 0), view.mask.shape[0] - 1), y, x))
+            if block is not None:
+                grouped.setdefault(block.id, []).append(_defect(c, p))
+        flags = {}
+        for bid, ds in grouped.items():
+            kind = "FN" if any(d.kind == "FN" for d in ds) else "FP"
+            counts = {k: sum(d.kind == k for d in ds) for k in ("FN", "FP", ATTACHED)}
+            flags[bid] = Flag(bid, kind, tuple(ds), f"{counts['FN']} join(s), {counts['FP']} removal(s), "
+                                                    f"{counts[ATTACHED]} attached branch(es) the judge passed")
+        info = CallInfo(self.name, seconds=time.perf_counter() - t0,
+                        raw={"candidates_chosen": len(chosen), "blocks": len(flags)})
+        return Inspection(flags, info)
+
+
+class LearnedAdvisor(HeuristicAdvisor):
+    """The heuristic Advisor's wording for breaks and noise; ``Remove noise from <tip> to <junction>`` for an
+    attached branch, in a frame centred on the branch."""
+
+    name = "learned"
+
+    def _attached_candidates(self, ctx: BlockContext, tip: np.ndarray, junction: np.ndarray
+                             ) -> list[tuple[Instruction, Any]]:
+        out = []
+        for centre in ((tip + junction) / 2.0, junction + (tip - junction) * 0.25):
+            frame = frame_around(centre, ctx.editor_size, ctx.mask.shape)
+            a, b = _position(tip[None], frame), _position(junction[None], frame)
+            ins = Instruction("remove", a, b) if a != b else Instruction("remove", a)
+            out.append((ins, frame))
+        return out
+
+    def advise(self, ctx: BlockContext, flag: Flag, defect: Defect, step: Step,
+               history: Sequence[Attempt]) -> Advice | None:
+        if defect.kind != ATTACHED or len(defect.anchors) < 2:
+            return super().advise(ctx, flag, defect, step, history)
+        t0 = time.perf_counter()
+        tip, junction = (np.asarray(a, float) - ctx.origin for a in defect.anchors[:2])
+        tried = {(h.advice.instruction.format(), repr(h.advice.frame.as_dict())) for h in history if h.advice}
+        fresh = [c for c in self._attached_candidates(ctx, tip, junction)
+                 if (c[0].format(), repr(c[1].as_dict())) not in tried]
+        if not fresh:
+            return None
+        ins, frame = fresh[0]
+        return Advice(ins, frame, CallInfo(self.name, seconds=time.perf_counter() - t0, raw=ins.format()),
+                      reason=defect.note)
+
+
+class LearnedValidator(HeuristicValidator):
+    """The heuristic checks; for an attached branch (which the judge flagged): the cut must lie at the named
+    place, remove rather than add, and leave no more large pieces than before (never split the tree)."""
+
+    name = "learned"
+
+    def validate(self, ctx: BlockContext, flag: Flag, defect: Defect, advice: Advice, before: np.ndarray,
+                 after: np.ndarray, step: Step) -> Verdict:
+        if defect.kind != ATTACHED:
+            return super().validate(ctx, flag, defect, advice, before, after, step)
+        return self._validate_cut(ctx, defect, advice, np.asarray(before, bool), np.asarray(after, bool))
+
+    def _validate_cut(self, ctx: BlockContext, defect: Defect, advice: Advice, before: np.ndarray,
+                      after: np.ndarray) -> Verdict:
+        from neurorefiner.topology.components import label_components
+
+        t0 = time.perf_counter()
+        checks: dict = {}
+
+        def verdict(ok: bool, why: str) -> Verdict:
+            return Verdict(ok, why, CallInfo(self.name, seconds=time.perf_counter() - t0), checks)
+
+        added, removed = int((after & ~before).sum()), int((before & ~after).sum())
+        checks.update(added=added, removed=removed)
+        if removed == 0:
+            return verdict(False, "not compliant: the cut removed nothing")
+        if added > self.max_wrong_sign * (added + removed):
+            return verdict(False, f"not compliant: a removal added {added} voxels")
+        labels, n_before, sizes = ctx.components()
+        region_after = ctx.mask.copy()
+        region_after[advice.frame.window] = after
+        lab_a, n_after = label_components(region_after)
+        big_before = int((sizes[1:] >= self.large_size).sum())
+        sizes_a = np.bincount(lab_a.ravel(), minlength=n_after + 1)
+        big_after = int((sizes_a[1:] >= self.large_size).sum())
+        checks.update(components_before=n_before, components_after=n_after, large_before=big_before,
+                      large_after=big_after)
+        if big_after > big_before:
+            return verdict(False, f"topology worse: the cut split a large structure ({big_before} -> {big_after})")
+        share = float(((after != before) & self._allowed(advice)).sum()) / max(added + removed, 1)
+        checks["inside"] = round(share, 3)
+        if share < self.min_inside:
+            return verdict(False, f"not compliant: only {share:.0%} of the cut is at the named place")
+        return verdict(True, f"attached branch cut: -{removed} voxels, the structure stays one piece")

@@ -1,0 +1,190 @@
+"""Training the judge: candidates of real segmenters' masks labelled from gold, fitted per kind, with
+thresholds and every reported figure out of fold (leave one stack out).
+
+A *group* is a stack (DIADEM OP_k, or a synthetic volume): both segmenters' masks of one stack are held out
+together, so a figure is never computed on a stack whose other mask was trained on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from neurorefiner.agents.candidates import KINDS, Candidate, CandidateSettings, feature_names, find_candidates
+from neurorefiner.agents.learned.gold_labels import GoldIndex, LabelSettings, label_all
+from neurorefiner.agents.learned.judge import Judge, best_threshold, fit_booster
+
+
+@dataclass
+class LabelledSet:
+    """Feature matrices, labels and groups per kind (unlabelled candidates already left out)."""
+
+    x: dict[str, np.ndarray]
+    y: dict[str, np.ndarray]
+    groups: dict[str, np.ndarray]
+
+    @classmethod
+    def empty(cls) -> LabelledSet:
+        return cls({k: np.zeros((0, len(feature_names(k)))) for k in KINDS}, {k: np.zeros(0, int) for k in KINDS},
+                   {k: np.zeros(0, object) for k in KINDS})
+
+    def add(self, candidates: Sequence[Candidate], labels: Sequence[int | None], group: str) -> None:
+        for kind in KINDS:
+            keep = [(c, y) for c, y in zip(candidates, labels) if c.kind == kind and y is not None]
+            if not keep:
+                continue
+            names = feature_names(kind)
+            x = np.array([[c.features[n] for n in names] for c, _ in keep], dtype=np.float64)
+            self.x[kind] = np.vstack([self.x[kind], x])
+            self.y[kind] = np.concatenate([self.y[kind], [y for _, y in keep]]).astype(int)
+            self.groups[kind] = np.concatenate([self.groups[kind], np.full(len(keep), group, dtype=object)])
+
+    def rows(self) -> list[dict]:
+        """Flat rows (kind, group, label, features...) for a CSV cache."""
+        out = []
+        for kind in KINDS:
+            names = feature_names(kind)
+            for xi, yi, gi in zip(self.x[kind], self.y[kind], self.groups[kind]):
+                out.append({"kind": kind, "group": gi, "label": int(yi), **dict(zip(names, map(float, xi)))})
+        return out
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[dict]) -> LabelledSet:
+        s = cls.empty()
+        for kind in KINDS:
+            rs = [r for r in rows if r["kind"] == kind]
+            if rs:
+                names = feature_names(kind)
+                s.x[kind] = np.array([[float(r[n]) for n in names] for r in rs])
+                s.y[kind] = np.array([int(r["label"]) for r in rs])
+                s.groups[kind] = np.array([str(r["group"]) for r in rs], dtype=object)
+        return s
+
+
+def label_case(image: np.ndarray, mask: np.ndarray, gold, spacing: Sequence[float],  # type: ignore[no-untyped-def]
+               candidate_settings: CandidateSettings | None = None, label_settings: LabelSettings | None = None
+               ) -> tuple[list[Candidate], list[int | None]]:
+    cands = find_candidates(image, mask, spacing, candidate_settings)
+    index = GoldIndex(gold, spacing, mask.shape, label_settings)
+    return cands.candidates, label_all(cands.candidates, index)
+
+
+def fit_judge(data: LabelledSet, beta: float = 0.5, rounds: int | None = None, meta: dict | None = None) -> Judge:
+    """A judge on all of ``data``; each kind's threshold from leave-one-group-out predictions within it."""
+    from neurorefiner.agents.learned.judge import DEFAULT_ROUNDS
+
+    n_rounds = rounds or DEFAULT_ROUNDS
+    boosters, thresholds, prior = {}, {}, {}
+    for kind in KINDS:
+        x, y, g = data.x[kind], data.y[kind], data.groups[kind]
+        prior[kind] = float(y.mean()) if len(y) else 0.0
+        booster = fit_booster(x, y, rounds=n_rounds) if len(y) else None
+        if booster is None:
+            thresholds[kind] = 0.5 if prior[kind] >= 0.5 else 1.1  # one class only: do as it says
+            continue
+        boosters[kind] = booster
+        oof = out_of_fold(x, y, g, n_rounds)
+        thresholds[kind] = best_threshold(oof, y, beta) if oof is not None else 0.5
+    return Judge(boosters, thresholds, prior, dict(meta or {}))
+
+
+def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, rounds: int) -> np.ndarray | None:
+    """Leave-one-group-out probabilities (None with fewer than two groups)."""
+    uniq = sorted(set(groups.tolist()))
+    if len(uniq) < 2:
+        return None
+    p = np.full(len(y), float(y.mean()))
+    for g in uniq:
+        test = groups == g
+        booster = fit_booster(x[~test], y[~test], rounds=rounds)
+        if booster is not None:
+            p[test] = booster.predict(x[test])
+        else:
+            p[test] = float(y[~test].mean()) if (~test).any() else 0.5
+    return p
+
+
+def held_out_judges(data: LabelledSet, beta: float = 0.5, rounds: int | None = None) -> dict[str, Judge]:
+    """One judge per group, trained (thresholds included) without that group: every dev figure uses these."""
+    groups = sorted({g for k in KINDS for g in data.groups[k].tolist()})
+    out = {}
+    for g in groups:
+        sub = LabelledSet.empty()
+        for k in KINDS:
+            keep = data.groups[k] != g
+            sub.x[k], sub.y[k], sub.groups[k] = data.x[k][keep], data.y[k][keep], data.groups[k][keep]
+        out[g] = fit_judge(sub, beta, rounds, meta={"held_out": g})
+    return out
+
+
+def held_out_scores(data: LabelledSet, judges: dict[str, Judge]) -> dict[str, dict[str, float]]:
+    """Precision and recall per kind of the held-out judges on their held-out groups (pooled)."""
+    out = {}
+    for kind in KINDS:
+        y, g, x = data.y[kind], data.groups[kind], data.x[kind]
+        if not len(y):
+            continue
+        pred = np.zeros(len(y), bool)
+        for grp, judge in judges.items():
+            sel = g == grp
+            if not sel.any():
+                continue
+            b = judge.boosters.get(kind)
+            p = b.predict(x[sel]) if b is not None else np.full(sel.sum(), judge.prior.get(kind, 0.0))
+            pred[sel] = p >= judge.thresholds.get(kind, 1.1)
+        tp = int((pred & (y == 1)).sum())
+        out[kind] = {"n": int(len(y)), "true": int(y.sum()), "flagged": int(pred.sum()),
+                     "precision": tp / max(int(pred.sum()), 1), "recall": tp / max(int(y.sum()), 1)}
+    return out
+
+
+@dataclass
+class GoldCase:
+    """A stack with one segmenter's initial mask and the gold: what the judge learns from."""
+
+    case: str
+    segmenter: str
+    image: np.ndarray
+    mask: np.ndarray
+    gold: object
+    spacing: tuple[float, float, float]
+
+    @property
+    def group(self) -> str:
+        return self.case
+
+
+def gold_cases(dataset: str, split: str, segmenters: Sequence[str], limit: int | None = None) -> list[GoldCase]:
+    """Every case of a registry dataset's split under each segmenter, masks from the initial-mask cache
+    (made on first use, as ``evaluate.py`` does)."""
+    from neurorefiner.data.registry import get_dataset
+    from neurorefiner.inference.init_masks import write_init_masks
+    from neurorefiner.io.stacks import read_mask
+
+    cases = get_dataset(dataset).cases(split)[: limit or None]
+    out = []
+    for seg in segmenters:
+        paths = {p.stem: p for p in write_init_masks(dataset, seg, None, split, None, False,
+                                                     only=[c.name for c in cases], progress=False)}
+        for c in cases:
+            img = c.image()
+            spacing = tuple(float(v) for v in (c.spacing or img.spacing))
+            out.append(GoldCase(c.name, seg, img.normalized(), read_mask(paths[c.name]).load() > 0, c.gold(),
+                                spacing))  # type: ignore[arg-type]
+    return out
+
+
+def labelled_set(cases: Sequence[GoldCase], candidate_settings: CandidateSettings | None = None,
+                 label_settings: LabelSettings | None = None, progress: bool = True
+                 ) -> tuple[LabelledSet, list[tuple[list[Candidate], list[int | None]]]]:
+    """The training set of ``cases`` and, per case, its candidates with their gold labels."""
+    from tqdm import tqdm
+
+    data, per_case = LabelledSet.empty(), []
+    for gc in tqdm(cases, desc="candidates", unit="case", disable=not progress):
+        cands, labels = label_case(gc.image, gc.mask, gc.gold, gc.spacing, candidate_settings, label_settings)
+        data.add(cands, labels, gc.group)
+        per_case.append((cands, labels))
+    return data, per_case
