@@ -23,7 +23,7 @@ for step in $STEPS; do
     visibility)
       $NR study visibility --out experiments/synthetic_realism/results ;;
     train)
-      for p in $PRESETS; do $PY train.py experiment="unet3d_${p}_cpu"; done ;;
+      for p in $PRESETS; do $PY train.py experiment="unet3d_${p}_cpu" ship=true; done ;;  # choose reads the shipped file
     choose)
       for p in $PRESETS; do
         $NR study choose-postprocess --dataset "$p" --arch unet3d --model "checkpoints/segmenters/unet3d_${p}_cpu.pt" \

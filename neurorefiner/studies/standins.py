@@ -107,8 +107,12 @@ def write_standin_card(preset: str) -> Path:
     else:
         body += ("\n- no threshold chosen on the val split yet (run.sh step choose did not finish): inference uses "
                  "threshold 0.5")
-    tail = ["", "## Rebuild", "", "```bash", f"python train.py experiment={name}", "```", "",
-            f"writes `{rel}` (recipe: `conf/experiment/{name}.yaml`: the preset's train split trains, its val "
+    # training writes under outputs/ (conf/paths/train.yaml) and ship=true copies the file onto the shipped one;
+    # tests/unit/test_experiment_configs.py checks both paths against the composed config
+    trained = Path("outputs") / "train" / "checkpoints" / "segmenters" / f"{name}.pt"
+    tail = ["", "## Rebuild", "", "```bash", f"python train.py experiment={name} ship=true", "```", "",
+            f"writes `{trained}` and `ship=true` copies it to `{rel}` (recipe: `conf/experiment/{name}.yaml`: the "
+            "preset's train split trains, its val "
             "split picks the checkpoint by APP2 F1 from the gold root). The threshold above was then chosen on the "
             "val split and recorded in the file: "
             f"`neurorefiner study choose-postprocess --dataset {preset} --arch unet3d "

@@ -20,8 +20,9 @@ VALIDATION = {1: "fixed synthetic defects on the validation case",
 
 
 def rebuild_line(experiment: str) -> str:
-    """The one command that retrains a shipped checkpoint: its ``conf/experiment/<experiment>.yaml``."""
-    return f"python train.py experiment={experiment}"
+    """The one command that retrains a shipped checkpoint: its ``conf/experiment/<experiment>.yaml``, with
+    ``ship=true`` because training writes under outputs/ and only shipping copies the result into checkpoints/."""
+    return f"python train.py experiment={experiment} ship=true"
 
 
 def net_description(ckpt: Path) -> str:

@@ -248,7 +248,7 @@ def train_baseline(cfg: DictConfig) -> dict[str, float]:
     """Train one refinement baseline; returns the final validation figures."""
     from hydra.utils import instantiate
 
-    from neurorefiner.training.shipping import check_destination, ship, with_cards
+    from neurorefiner.training.shipping import check_destination, ship, shipped_path, with_cards
 
     torch.set_num_threads(int(cfg.get("threads", 1) or 1))
     node = _node(cfg)
@@ -288,7 +288,8 @@ def train_baseline(cfg: DictConfig) -> dict[str, float]:
     for f in (ckpt, ckpt.with_suffix(".json")):
         f.chmod(0o644)
     root = Path(str(cfg.paths.root_dir))
-    write_text_atomic(ckpt.with_suffix(".md"), baseline_card(ckpt, meta, net, node, root, max_steps))
+    write_text_atomic(ckpt.with_suffix(".md"),
+                      baseline_card(ckpt, meta, net, node, root, max_steps, shipped_path(cfg, ckpt)))
     ckpt.with_suffix(".md").chmod(0o644)
     ship(cfg, with_cards(ckpt))
     return metrics
@@ -302,11 +303,15 @@ TITLES = {"segfix": "SegFix-style boundary refinement (boundary map + per-voxel 
                         "only those voxels)"}
 
 
-def baseline_card(ckpt: Path, meta: dict, net: torch.nn.Module, node: DictConfig, root: Path, max_steps: int) -> str:
-    """The card beside a baseline checkpoint: every figure read from the run (nothing typed in)."""
+def baseline_card(ckpt: Path, meta: dict, net: torch.nn.Module, node: DictConfig, root: Path, max_steps: int,
+                  shipped: Path | None = None) -> str:
+    """The card beside a baseline checkpoint: every figure read from the run (nothing typed in). ``shipped`` is
+    where ``ship=true`` copies the checkpoint (training itself writes ``ckpt`` under outputs/), so the card's
+    rebuild line says both."""
     kind = meta["kind"]
     experiment = meta["experiment"]
     rel = ckpt.relative_to(root) if ckpt.is_relative_to(root) else ckpt
+    dest = shipped.relative_to(root) if shipped is not None and shipped.is_relative_to(root) else shipped
     n_params = sum(p.numel() for p in net.parameters())
     net_args = {k: v for k, v in OmegaConf.to_container(node.net, resolve=True).items() if k != "_target_"}
     dm = node.datamodule
@@ -331,7 +336,9 @@ def baseline_card(ckpt: Path, meta: dict, net: torch.nn.Module, node: DictConfig
             lines.append(f"- {key}: {meta[key]:.4f}")
     lines += ["", "val/dice_input is the Dice of the defective input itself (what a refinement must beat); "
               "val/net_fixed = (defect voxels put right - correct voxels made wrong) / defect voxels.", "",
-              "## Rebuild", "", "```bash", f"python train.py experiment={experiment}", "```", "",
+              "## Rebuild", "", "```bash", f"python train.py experiment={experiment} ship=true", "```", "",
               f"writes `{rel}` (and `{rel.with_suffix('.json')}`, this card); recipe in "
-              f"`conf/experiment/{experiment}.yaml`.", ""]
+              f"`conf/experiment/{experiment}.yaml`."
+              + (f" `ship=true` then copies the three into `{dest.parent}/`, the checkpoint as `{dest}`."
+                 if dest is not None else ""), ""]
     return "\n".join(lines)

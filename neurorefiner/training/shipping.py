@@ -62,6 +62,14 @@ def with_cards(path: Path) -> list[Path]:
     return [path, *(path.with_suffix(s) for s in CARD_SUFFIXES if path.with_suffix(s).exists())]
 
 
+def shipped_path(cfg: DictConfig, path: Path) -> Path:
+    """Where ``ship=true`` puts a finished file: its place relative to ``paths.checkpoint_dir`` (or its name)
+    inside :func:`shipped_dir`. One function, so the cards' rebuild lines can be checked against what ships."""
+    base = Path(str(cfg.paths.checkpoint_dir)).resolve()
+    src = Path(path).resolve()
+    return shipped_dir(cfg) / (src.relative_to(base) if base in src.parents else Path(src.name))
+
+
 def ship(cfg: DictConfig, files: Iterable[Path]) -> list[Path]:
     """Copy finished files into :func:`shipped_dir` at their place relative to ``paths.checkpoint_dir`` (or
     by name); returns the copies. Only with ``ship=true``: otherwise nothing is copied and the command that
@@ -71,14 +79,11 @@ def ship(cfg: DictConfig, files: Iterable[Path]) -> list[Path]:
         print("trained checkpoint: " + ", ".join(str(f) for f in files)
               + "\n(not shipped: rerun with ship=true to copy it and its card into checkpoints/)")
         return []
-    base = Path(str(cfg.paths.checkpoint_dir)).resolve()
     out = []
     for f in files:
-        src = f.resolve()
-        rel = src.relative_to(base) if base in src.parents else Path(src.name)
-        dest = shipped_dir(cfg) / rel
+        dest = shipped_path(cfg, f)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, dest)
+        shutil.copy2(f.resolve(), dest)
         out.append(dest)
     print("shipped: " + ", ".join(str(d) for d in out))
     return out

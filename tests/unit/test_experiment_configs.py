@@ -1,6 +1,7 @@
 """Every training conf/experiment/*.yaml composes into conf/train.yaml and resolves, and every shipped checkpoint's card
-cites the one line (``python train.py experiment=<name>``) whose config writes the file the card names, starting
-only from what a clone has (the shipped stage-1 checkpoint, bundled or generated data), never outputs/."""
+cites the one line (``python train.py experiment=<name> ship=true``) that rebuilds it: the config writes the file
+the card names under outputs/, and ``ship=true`` copies that file onto the shipped one, starting only from what a
+clone has (the shipped stage-1 checkpoint, bundled or generated data), never outputs/."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 from neurorefiner.training.refiner import checkpoint_name, output_checkpoint
+from neurorefiner.training.shipping import is_shipped, shipped_path
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -24,7 +26,7 @@ def _is_training_experiment(path: Path) -> bool:
 
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml") if _is_training_experiment(p))
 SHIPPED = sorted([*(ROOT / "checkpoints").glob("*.ckpt"), *(ROOT / "checkpoints" / "segmenters").glob("*.pt")])
-REBUILD = re.compile(r"^python train\.py experiment=(\S+)$", re.MULTILINE)
+REBUILD = re.compile(r"^python train\.py experiment=(\S+) ship=true$", re.MULTILINE)
 
 
 def _compose(overrides: list[str], monkeypatch: pytest.MonkeyPatch) -> DictConfig:
@@ -70,14 +72,18 @@ def test_shipped_checkpoint_is_rebuilt_by_one_config(path: Path, monkeypatch: py
     assert card.exists(), f"{path.name} has no card"
     section = _rebuild_section(card)
     lines = REBUILD.findall(section)
-    assert lines, f"{card.name}: no `python train.py experiment=<name>` line in its Rebuild section"
+    assert lines, f"{card.name}: no `python train.py experiment=<name> ship=true` line in its Rebuild section"
     name = lines[-1]  # the last line of the section is the one that writes the shipped file
     assert name in EXPERIMENTS, f"{card.name} cites experiment={name}, which conf/experiment/ lacks"
-    cfg = _compose([f"experiment={name}"], monkeypatch)
-    out = _output(cfg).relative_to(ROOT)
+    cfg = _compose([f"experiment={name}", "ship=true"], monkeypatch)  # ship is a key of train.yaml, not +ship
+    assert cfg.ship is True
+    written = _output(cfg)
+    assert not is_shipped(cfg, written), f"experiment={name} writes onto a shipped file ({written}): refused"
+    out = written.relative_to(ROOT)
     assert f"`{out}`" in section, f"{card.name} does not name {out}, the file experiment={name} writes"
     shipped = path.relative_to(ROOT)
-    assert out == shipped or f"shipped as `{shipped}`" in section, f"{card.name}: how {out} becomes {shipped}"
+    assert shipped_path(cfg, written) == path, f"ship=true copies {out} to {shipped_path(cfg, written)}, not {shipped}"
+    assert f"`{shipped}`" in section, f"{card.name} does not say that ship=true copies {out} to {shipped}"
     if cfg.task == "refine" and str(cfg.stage) == "2":  # stage 2 starts from the shipped stage 1
         assert Path(cfg.stages["2"].init_from) == ROOT / "checkpoints" / checkpoint_name(1)
 
@@ -112,7 +118,29 @@ def test_refiner_card_cites_the_rebuild_line(tmp_path: Path) -> None:
     shipped = ship_refiner(src, tmp_path / "ckpts", "net", {1: "net_stage1", 2: "net"}, "synthetic", "a CPU")
     assert [p.name for p in shipped] == ["net.ckpt", "net_stage1.ckpt"]
     card = (tmp_path / "ckpts" / "net.md").read_text()
-    assert "python train.py experiment=net_stage1" in card and "python train.py experiment=net\n" in card
+    assert "python train.py experiment=net_stage1 ship=true\n" in card
+    assert "python train.py experiment=net ship=true\n" in card
     assert "channels=[8, 16]" in card and "val/dice: 0.7000" in card and "steps: 20" in card
     stage1 = (tmp_path / "ckpts" / "net_stage1.md").read_text()
     assert "experiment=net_stage1" in stage1 and "## Stage 2" not in stage1
+
+
+def test_baseline_card_cites_ship_true_and_where_the_checkpoint_ships(tmp_path: Path) -> None:
+    """A learned baseline writes its card beside the checkpoint under outputs/; once shipped, that card must
+    still hold the line that rebuilds the shipped file and name both places."""
+    import torch
+
+    from neurorefiner.training.refinement_baselines import baseline_card
+
+    ckpt = tmp_path / "outputs" / "train" / "checkpoints" / "segfix.ckpt"
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(b"x")
+    node = OmegaConf.create({"net": {"_target_": "torch.nn.Linear", "in_features": 2, "out_features": 1},
+                             "module": {}, "lr": 1e-3, "datamodule": {"defects": {"probs": {"break": 1.0}},
+                                                                      "crop_size": [8, 8, 8], "batch_size": 1,
+                                                                      "val_samples": 2}})
+    meta = {"kind": "segfix", "experiment": "segfix", "train/steps": 3.0, "train/wall_s": 6.0}
+    card = baseline_card(ckpt, meta, torch.nn.Linear(2, 1), node, tmp_path, 3, tmp_path / "checkpoints" / "segfix.ckpt")
+    section = card.split("## Rebuild", 1)[1]
+    assert REBUILD.findall(section) == ["segfix"]
+    assert "`outputs/train/checkpoints/segfix.ckpt`" in section and "`checkpoints/segfix.ckpt`" in section
