@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +43,17 @@ def crop_tree(tree: Any, box: tuple[slice, ...], shape: tuple[int, ...]) -> Any:
     return tree.subset(keep).offset((-lo[2], -lo[1], -lo[0])).reindexed()
 
 
-def _refine_cfg(image: Path, mask: Path, out: Path, spacing: tuple[float, ...]) -> Any:
+def refine_cfg(image: Path, mask: Path, out: Path, spacing: tuple[float, ...], extra: Sequence[str] = ()) -> Any:
+    """The refine config of the demo's run (``extra``: more overrides, e.g. a test's stand-in editor).
+
+    The demo reruns from scratch into its own folder (``resume=false``) and that folder holds only demo runs,
+    whose inputs change with the crop, the shipped U-Net or the code: an older run's outputs there are
+    replaced (``overwrite=true``), where refine.py would refuse them (exit 2) to protect a user's results."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     overrides = [f"image={image}", f"mask={mask}", f"out={out}", f"paths.output_dir={out}",
-                 f"spacing=[{','.join(str(s) for s in spacing)}]", "resume=false"]
+                 f"spacing=[{','.join(str(s) for s in spacing)}]", "resume=false", "overwrite=true", *extra]
     if GlobalHydra.instance().is_initialized():
         from hydra import compose as _compose
 
@@ -89,7 +95,7 @@ def main(out_dir: Path | None = None, case_name: str = CASE, crop: tuple[slice, 
     mask_path = write_volume(out / f"{case.name}_crop_unet3d_mask.tif", mask, spacing=spacing)
     print(f"[demo] shipped 3D U-Net mask: {int(mask.sum())} voxels in {time.perf_counter() - t1:.1f} s -> {mask_path}")
 
-    cfg = _refine_cfg(image_path, mask_path, out, spacing)
+    cfg = refine_cfg(image_path, mask_path, out, spacing)
     summary = refine_volume(read_volume(image_path), read_mask(mask_path), cfg)
     refined = np.asarray(read_mask(out / "refined_mask.tif").load(), dtype=bool)
 

@@ -21,6 +21,27 @@ def test_crop_tree_keeps_the_nodes_inside_shifted_to_the_crop() -> None:
     assert len(cropped.roots()) == 1
 
 
+def test_a_demo_rerun_replaces_an_older_run_in_its_folder(tmp_path: Path) -> None:
+    """`make demo` on a machine whose outputs/demo holds an older run (other inputs: another crop, U-Net or
+    code) refines into it instead of being refused; the demo's refine config with a scripted editor."""
+    from neurorefiner.agents.run import refine_volume
+    from neurorefiner.cli.demo import refine_cfg
+    from neurorefiner.io import read_mask, read_volume
+    from tests.integration.test_refine_loop import synthetic
+    from tests.integration.test_refine_output_folder import FAKE, refine_here
+
+    older, newer, out = tmp_path / "older", tmp_path / "newer", tmp_path / "demo"
+    older.mkdir()
+    newer.mkdir()
+    image_a, mask_a = synthetic(older, n_blocks=1)
+    refine_here([f"image={image_a}", f"mask={mask_a}", f"out={out}", *FAKE])
+    image_b, mask_b = synthetic(newer, n_blocks=2)
+    cfg = refine_cfg(image_b, mask_b, out, (1.0, 0.5, 0.5), extra=FAKE)
+    refine_volume(read_volume(image_b), read_mask(mask_b), cfg)
+    assert read_volume(out / "refined_mask.tif").shape == (32, 64, 128)
+    assert (out / "trace.jsonl").read_text().count('"type":"run"') == 1
+
+
 @pytest.mark.slow
 def test_demo_on_a_small_crop_prints_the_table_and_the_paths(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     from neurorefiner.cli.demo import main
