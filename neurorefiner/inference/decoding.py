@@ -16,7 +16,8 @@ network's probability and the image as evidence:
   brightness, and a tube of the neighbouring radius is painted along it, only when the bridge stays
   within a length and darkness limit; otherwise the mask is returned unchanged with the reason. Pieces
   already joined outside the block (``context``) are never joined again, and nothing is joined that the
-  named place does not touch.
+  named place does not touch, except the two ends of a break whose gap fills the named cell (found within
+  ``connect_reach``, facing each other across it).
 
 Everything is numpy / scipy / cc3d / dijkstra3d on one block; no torch. The limits in
 :class:`DecodingConfig` were chosen on development data only (DIADEM OP_1-OP_6 and the synthetic preset;
@@ -55,6 +56,11 @@ class DecodingConfig:
         margin: voxels the named place is grown by (where an edit may change the mask).
         connect_margin: voxels the named place is grown by for the search of a join path (the gap of a
             break may reach a few voxels beyond the cell that holds most of it).
+        connect_reach: for ``repair at P`` when fewer than two pieces meet P grown by ``connect_margin``: the
+            search room is grown one voxel at a time up to this many voxels until two pieces meet it, and the
+            two nearest whose ends face each other across P are joined (a person names a break by pointing at
+            its gap, and a gap that fills the cell leaves the ends beyond it). 10 = the heuristic Validator's
+            ``connect_margin``, the room it accepts a bridge in; at most ``connect_margin`` = no such search.
         background_share: share of a piece's voxels the network must mark background to remove it.
         min_protrusion: an attached piece is trimmed only if some of its voxels lie this far (voxels)
             from the rest of its component: a blob stuck to a neurite, not the neurite's own flank.
@@ -109,6 +115,7 @@ class DecodingConfig:
     threshold: float = 0.5
     margin: int = 4
     connect_margin: int = 6
+    connect_reach: int = 10
     background_share: float = 0.5
     min_protrusion: float = 2.0
     keep_skin: float = 2.0
@@ -136,8 +143,8 @@ class DecodingConfig:
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold < 1.0:
             raise ValueError(f"threshold must be in (0, 1), got {self.threshold}")
-        if self.margin < 0 or self.connect_margin < 0:
-            raise ValueError("margin and connect_margin must be >= 0")
+        if self.margin < 0 or self.connect_margin < 0 or self.connect_reach < 0:
+            raise ValueError("margin, connect_margin and connect_reach must be >= 0")
         if not 0.0 < self.background_share <= 1.0:
             raise ValueError(f"background_share must be in (0, 1], got {self.background_share}")
         if not 0.0 <= self.image_weight <= 1.0:
@@ -529,31 +536,75 @@ def _absorb_slivers(out: np.ndarray, before: np.ndarray, box: tuple[slice, ...],
     return attached
 
 
+def _join_candidates(labels: np.ndarray, n: int, search: np.ndarray, touches: np.ndarray,
+                     cfg: DecodingConfig) -> list[int]:
+    """Components that may end a bridge in the search room: they meet it, are no speck (``min_piece``) and
+    are a piece of neurite rather than a blob of noise next to one (they continue beyond the room or out of
+    the block, are large, are a sliver, or are elongated)."""
+    size = np.bincount(labels.ravel(), minlength=n + 1)
+    in_search = np.bincount(labels[search], minlength=n + 1)
+    anchored = (in_search < size) | (touches > 0) | (size >= cfg.min_anchor) | (size <= cfg.max_sliver)
+    return [k for k in range(1, n + 1) if in_search[k] > 0 and size[k] >= cfg.min_piece
+            and (anchored[k] or _elongated(labels == k, cfg.min_elongation))]
+
+
+def _end_towards(piece: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """The voxel of ``piece`` nearest to ``centre`` (the end of a broken neurite that faces the gap)."""
+    pts = np.argwhere(piece)
+    return pts[int(np.argmin(((pts - centre) ** 2).sum(axis=1)))]
+
+
+def _faces_across(a: np.ndarray, b: np.ndarray, cell: np.ndarray) -> bool:
+    """Whether the straight gap between the ends ``a`` and ``b`` crosses the named cell: the two pieces face
+    each other across it (a break at the cell), not both from one side (a fork or two passing neurites)."""
+    return bool((_line(a, b, cell.shape) & cell).any())
+
+
+def _reach_for_ends(labels: np.ndarray, n: int, region: np.ndarray, groups: np.ndarray, touches: np.ndarray,
+                    cfg: DecodingConfig, search: np.ndarray, candidates: list[int]) -> tuple[np.ndarray, list[int]]:
+    """``repair at P`` with fewer than two pieces at P: a person names a break by pointing at its gap, and a
+    gap as long as the cell leaves the ends outside the usual room. Grow the room one voxel at a time up to
+    ``connect_reach`` until two pieces meet it; keep the two nearest whose ends face each other across P.
+    Returns the room and candidates to join in (the given ones when no such pair is within reach)."""
+    cell = grow(region, cfg.margin)
+    centre = np.argwhere(region).mean(axis=0)
+    for reach in range(cfg.connect_margin + 1, cfg.connect_reach + 1):
+        room = grow(region, reach)
+        found = _join_candidates(labels, n, room, touches, cfg)
+        if len({int(groups[k]) for k in found}) < 2:
+            continue
+        nearest = sorted(found, key=lambda k: float(((_end_towards(labels == k, centre) - centre) ** 2).sum()))
+        for i, a in enumerate(nearest):
+            for b in nearest[i + 1:]:
+                if groups[a] != groups[b] and _faces_across(_end_towards(labels == a, centre),
+                                                            _end_towards(labels == b, centre), cell):
+                    return room, [a, b]
+    return search, candidates
+
+
 def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None, instruction: Instruction,
                    config: DecodingConfig | Mapping[str, Any] | None = None,
                    context: Context = None) -> EditResult:
     """Join the components that meet the named place along least-cost paths (module docstring).
 
     For ``repair at P`` any two components meeting P (grown by ``connect_margin``) may be joined, up to
-    ``max_joins`` times, cheapest first; for ``connect from A to B`` one component must meet A and the
-    other B. Each bridge must stay within ``max_gap_voxels`` and ``max_darkness``.
+    ``max_joins`` times, cheapest first; when fewer than two meet it, the two nearest pieces facing each
+    other across P within ``connect_reach`` (:func:`_reach_for_ends`); for ``connect from A to B`` one
+    component must meet A and the other B. Each bridge must stay within ``max_gap_voxels`` and ``max_darkness``.
     """
     cfg = DecodingConfig.build(config)
     mask = np.asarray(mask, dtype=bool)
     shape = mask.shape
     region = instruction.region(shape)
-    search = grow(region, cfg.connect_margin)
     labels, n = _labels(mask)
-    size = np.bincount(labels.ravel(), minlength=n + 1)
     groups = context_groups(labels, n, context)
+    touches = np.bincount(labels[outside_contact(mask, context)], minlength=n + 1)
+    search = grow(region, cfg.connect_margin)
+    candidates = _join_candidates(labels, n, search, touches, cfg)
+    if instruction.op == "repair" and len({int(groups[k]) for k in candidates}) < 2:
+        search, candidates = _reach_for_ends(labels, n, region, groups, touches, cfg, search, candidates)
     box = _box_of(search)
     lab = labels[box]
-    meets = np.bincount(lab[search[box]], minlength=n + 1)
-    in_search = np.bincount(labels[search], minlength=n + 1)
-    touches = np.bincount(labels[outside_contact(mask, context)], minlength=n + 1)
-    anchored = (in_search < size) | (touches > 0) | (size >= cfg.min_anchor) | (size <= cfg.max_sliver)
-    candidates = [k for k in range(1, n + 1) if meets[k] > 0 and size[k] >= cfg.min_piece
-                  and (anchored[k] or _elongated(labels == k, cfg.min_elongation))]
     if instruction.op == "connect":
         ends = [grow(p.region(shape), cfg.connect_margin)[box] for p in instruction.positions]
         at = [set(np.unique(lab[e & (lab > 0)]).tolist()) for e in ends]

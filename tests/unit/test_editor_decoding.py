@@ -310,3 +310,60 @@ def test_a_removal_no_network_output_could_make_skips_the_network():
     assert remove_decided_without_network(mask | speck, image, Instruction("remove", "center-center-center")) is None
     refiner.edit_result(image, mask | speck, ins)
     assert CountingNet.calls == 1
+
+
+BLOCK = (32, 64, 64)
+
+
+def tube(axis: int, cut: int, shape: tuple[int, int, int] = BLOCK) -> tuple[np.ndarray, np.ndarray]:
+    """A straight 3x3 tube along ``axis`` through the block's centre and the same tube with a ``cut``-voxel
+    gap centred in the block."""
+    true = np.zeros(shape, bool)
+    centre = [s // 2 for s in shape]
+    box = [slice(c - 1, c + 2) for c in centre]
+    box[axis] = slice(None)
+    true[tuple(box)] = True
+    gap = [slice(None)] * 3
+    gap[axis] = slice(centre[axis] - cut // 2, centre[axis] - cut // 2 + cut)
+    broken = true.copy()
+    broken[tuple(gap)] = False
+    return true, broken
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_repair_at_the_gap_of_a_centred_nine_voxel_cut_joins_it(axis: int):
+    """'Repair break at center-center-center' pointing at a 9-voxel cut in the block's centre, the network
+    filling nothing and the image bright along the tube: one piece after."""
+    true, cut = tube(axis, 9)
+    assert betti0(cut) == 2
+    res = decode(cut, np.zeros(BLOCK, np.float32), true.astype(np.float32),
+                 Instruction("repair", "center-center-center"))
+    assert res.changed and betti0(res.mask) == 1 and "joined 1 gap" in res.reason
+
+
+def test_repair_at_a_gap_that_fills_the_cell_finds_the_ends_within_reach():
+    """A 22-voxel cut along z fills the centre cell (z 11-20) and leaves both ends 7 voxels beyond it,
+    outside the usual room (connect_margin 6): the ends are looked for up to connect_reach and joined;
+    with connect_reach at connect_margin (no such search) nothing is done, as before."""
+    true, cut = tube(0, 22)
+    dark, bright = np.zeros(BLOCK, np.float32), true.astype(np.float32)
+    ins = Instruction("repair", "center-center-center")
+    res = decode(cut, dark, bright, ins)
+    assert res.changed and betti0(res.mask) == 1 and res.joins[0].length == 22
+    assert not (res.mask & ~grow(true, 1)).any()
+    old = decode(cut, dark, bright, ins, config={"connect_reach": 6})
+    assert not old.changed and "nothing to connect" in old.reason
+
+
+def test_repair_within_reach_still_joins_no_pieces_far_apart_or_beside_the_cell():
+    """Pieces within reach but a 40-voxel gap apart stay apart (over max_gap_voxels), pieces beyond reach
+    are not looked for, and two pieces that do not face each other across the named cell are not joined."""
+    ins = Instruction("repair", "center-center-center")
+    for gap in (40, 50):
+        true, cut = tube(2, gap)
+        res = decode(cut, np.zeros(BLOCK, np.float32), true.astype(np.float32), ins)
+        assert not res.changed and np.array_equal(res.mask, cut), gap
+    side = np.zeros(BLOCK, bool)
+    side[15:18, 27:30, 0:13] = side[15:18, 35:38, 0:13] = True  # two ends 9 voxels left of the cell, side by side
+    beside = decode(side, np.ones(BLOCK, np.float32), side.astype(np.float32), ins)
+    assert not beside.changed and "nothing to connect" in beside.reason
