@@ -73,3 +73,24 @@ def init_mask_dir(dataset: str, segmenter: str, root: str | Path | None = None) 
 def init_mask_path(dataset: str, segmenter: str, case: str, root: str | Path | None = None) -> Path:
     """One case's initial mask (TIFF) in :func:`init_mask_dir`."""
     return init_mask_dir(dataset, segmenter, root) / f"{case}.tif"
+
+
+def tree_state() -> tuple[str, bool]:
+    """(short commit of the project's checkout, whether tracked files have uncommitted changes): the
+    provenance every shipped table and checkpoint card records ("unknown" outside a git checkout)."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=project_root(), capture_output=True, text=True,
+                                  timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    return git("rev-parse", "--short", "HEAD") or "unknown", bool(git("status", "--porcelain", "--untracked-files=no"))
+
+
+def git_commit() -> str:
+    """The short commit, with ``+dirty`` when tracked files have uncommitted changes."""
+    commit, dirty = tree_state()
+    return commit + ("+dirty" if dirty else "")

@@ -18,6 +18,7 @@ from neurorefiner.cli import (
     study,
     synth,
     trace,
+    train_judge,
 )
 
 app = typer.Typer(
@@ -37,6 +38,7 @@ app.command("init-masks", help=init_masks.__doc__)(init_masks.init_masks)
 app.command("edit", help=edit.__doc__)(edit.edit)
 app.command("inspect", help=inspect.__doc__)(inspect.inspect)
 app.command("refiner-card", help=refiner_card.__doc__)(refiner_card.refiner_card)
+app.command("train-judge", help=train_judge.__doc__)(train_judge.train_judge)
 app.add_typer(study.app, name="study", help=study.app.info.help)
 
 

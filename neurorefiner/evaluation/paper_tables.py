@@ -26,7 +26,6 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import math
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,18 +51,11 @@ def is_synthetic(dataset_name: str) -> bool:
     return bool(OmegaConf.load(path).get("synthetic", False))
 
 
-def _git(*args: str) -> str:
-    try:
-        return subprocess.run(["git", *args], cwd=project_root(), capture_output=True, text=True,
-                              timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
 def tree_state() -> tuple[str, bool]:
-    """(short commit, whether tracked files have uncommitted changes)."""
-    commit = _git("rev-parse", "--short", "HEAD") or "unknown"
-    return commit, bool(_git("status", "--porcelain", "--untracked-files=no"))
+    """(short commit, whether tracked files have uncommitted changes): :func:`neurorefiner.paths.tree_state`."""
+    from neurorefiner.paths import tree_state as state
+
+    return state()
 
 
 def provenance(command: str | None = None) -> dict:

@@ -180,3 +180,53 @@ def write_rows(rows: list[dict], path: Path) -> Path:
     w.writerows(rows)
     write_text_atomic(path, buf.getvalue())
     return path
+
+
+ROW_NOTES = {
+    "initial": "the segmenter's mask",
+    "classical": "drop specks + brightest-path bridging (conf/method/classical.yaml)",
+    "ceiling_a": "gold-vetted joins and isolated-piece removals, made directly",
+    "ceiling_b": "ceiling_a + gold-vetted prunes of attached structure inside the gold's scope",
+    "scope": "the mask cut to the gold's scope box (false structure beyond the gold's extent, alone)",
+    "judge_a": "the held-out judge's joins and removals, made directly (a perfect editor)",
+    "judge_b": "judge_a + the held-out judge's prunes",
+    "loop": "NeuroRefiner: the learned agents with the held-out judge and the shipped editor (Algorithm 1)",
+}
+
+
+def judge_table(scores: dict[str, dict[str, float]]) -> str:
+    lines = ["| Kind | labelled | true | flagged | precision | recall |", "|---|---|---|---|---|---|"]
+    for kind, s in scores.items():
+        lines.append(f"| {kind} | {s['n']} | {s['true']} | {s['flagged']} | {100 * s['precision']:.1f} | "
+                     f"{100 * s['recall']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def ceilings(dataset: str, split: str, segmenters: Sequence[str], out: Path, loop: bool = True,
+             limit: int | None = None, progress: bool = True) -> Path:
+    """The ceilings table of a dataset's dev/val split: ``<out>/ceilings_<dataset>.md`` and ``.csv``."""
+    from neurorefiner.agents.learned.training import gold_cases, held_out_judges, held_out_scores, labelled_set
+    from neurorefiner.errors import InputError
+
+    if dataset == "diadem" and split != "dev":
+        raise InputError("the ceilings study chooses settings: run it on DIADEM dev only (OP_7-OP_9 are held out)")
+    cases = gold_cases(dataset, split, segmenters, limit)
+    data, _ = labelled_set(cases, progress=progress)
+    judges = held_out_judges(data)
+    rows, _ = run_ceilings(cases, judges, progress=progress, loop=loop)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_rows(rows, out / f"ceilings_{dataset}.csv")
+    segs = ",".join(segmenters)
+    command = (f"neurorefiner study ceilings --dataset {dataset} --split {split} --segmenters {segs}"
+               + ("" if loop else " --no-loop") + (f" --limit {limit}" if limit else ""))
+    kind = "SYNTHETIC" if dataset.startswith("synthetic") else "real data"
+    md = summary_table(rows, f"Ceilings: {dataset} {split} ({kind})", command)
+    md += "\nRoot-seeded APP2, scored as the tables are; SD/SSD in voxels, PRE/REC/F1 as fractions.\n\n"
+    md += "\n".join(f"- `{k}`: {v}" for k, v in ROW_NOTES.items()) + "\n"
+    md += ("\nThe judge, leave one stack out (each stack's candidates judged by a judge trained on the other "
+           "stacks, both segmenters' masks of a stack held out together; candidates of defect-cut copies of the "
+           "masks included, see neurorefiner.agents.learned.augment):\n\n" + judge_table(held_out_scores(data, judges)))
+    from neurorefiner.io.atomic import write_text_atomic
+
+    return write_text_atomic(out / f"ceilings_{dataset}.md", md)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from neurorefiner.agents.candidates import KINDS, Candidate, CandidateSettings, feature_names, find_candidates
 from neurorefiner.agents.learned.gold_labels import GoldIndex, LabelSettings, label_all
-from neurorefiner.agents.learned.judge import Judge, best_threshold, fit_booster
+from neurorefiner.agents.learned.judge import MIN_PRECISION, Judge, best_threshold, fit_model
 
 
 @dataclass
@@ -71,26 +72,28 @@ def label_case(image: np.ndarray, mask: np.ndarray, gold, spacing: Sequence[floa
     return cands.candidates, label_all(cands.candidates, index)
 
 
-def fit_judge(data: LabelledSet, beta: float = 0.5, rounds: int | None = None, meta: dict | None = None) -> Judge:
-    """A judge on all of ``data``; each kind's threshold from leave-one-group-out predictions within it."""
-    from neurorefiner.agents.learned.judge import DEFAULT_ROUNDS
+MODELS = {"join": "logistic", "remove": "logistic", "prune": "logistic"}
+"""The model type per kind: the winner leave-one-stack-out on DIADEM dev (``neurorefiner study ceilings``)."""
 
-    n_rounds = rounds or DEFAULT_ROUNDS
+
+def fit_judge(data: LabelledSet, models: dict[str, str] | None = None, meta: dict | None = None) -> Judge:
+    """A judge on all of ``data``; each kind's threshold from leave-one-group-out predictions within it."""
+    models = {**MODELS, **(models or {})}
     boosters, thresholds, prior = {}, {}, {}
     for kind in KINDS:
         x, y, g = data.x[kind], data.y[kind], data.groups[kind]
         prior[kind] = float(y.mean()) if len(y) else 0.0
-        booster = fit_booster(x, y, rounds=n_rounds) if len(y) else None
+        booster = fit_model(x, y, models[kind]) if len(y) else None
         if booster is None:
-            thresholds[kind] = 0.5 if prior[kind] >= 0.5 else 1.1  # one class only: do as it says
+            thresholds[kind] = 1.1  # one class only: nothing learned, never act on this kind
             continue
         boosters[kind] = booster
-        oof = out_of_fold(x, y, g, n_rounds)
-        thresholds[kind] = best_threshold(oof, y, beta) if oof is not None else 0.5
+        oof = out_of_fold(x, y, g, models[kind])
+        thresholds[kind] = best_threshold(oof, y, MIN_PRECISION[kind]) if oof is not None else 1.1
     return Judge(boosters, thresholds, prior, dict(meta or {}))
 
 
-def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, rounds: int) -> np.ndarray | None:
+def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, model: str) -> np.ndarray | None:
     """Leave-one-group-out probabilities (None with fewer than two groups)."""
     uniq = sorted(set(groups.tolist()))
     if len(uniq) < 2:
@@ -98,7 +101,7 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, rounds: int) -
     p = np.full(len(y), float(y.mean()))
     for g in uniq:
         test = groups == g
-        booster = fit_booster(x[~test], y[~test], rounds=rounds)
+        booster = fit_model(x[~test], y[~test], model)
         if booster is not None:
             p[test] = booster.predict(x[test])
         else:
@@ -106,7 +109,7 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, rounds: int) -
     return p
 
 
-def held_out_judges(data: LabelledSet, beta: float = 0.5, rounds: int | None = None) -> dict[str, Judge]:
+def held_out_judges(data: LabelledSet, models: dict[str, str] | None = None) -> dict[str, Judge]:
     """One judge per group, trained (thresholds included) without that group: every dev figure uses these."""
     groups = sorted({g for k in KINDS for g in data.groups[k].tolist()})
     out = {}
@@ -115,7 +118,7 @@ def held_out_judges(data: LabelledSet, beta: float = 0.5, rounds: int | None = N
         for k in KINDS:
             keep = data.groups[k] != g
             sub.x[k], sub.y[k], sub.groups[k] = data.x[k][keep], data.y[k][keep], data.groups[k][keep]
-        out[g] = fit_judge(sub, beta, rounds, meta={"held_out": g})
+        out[g] = fit_judge(sub, models, meta={"held_out": g})
     return out
 
 
@@ -177,9 +180,10 @@ def gold_cases(dataset: str, split: str, segmenters: Sequence[str], limit: int |
 
 
 def labelled_set(cases: Sequence[GoldCase], candidate_settings: CandidateSettings | None = None,
-                 label_settings: LabelSettings | None = None, progress: bool = True
+                 label_settings: LabelSettings | None = None, progress: bool = True, augment: int = 2
                  ) -> tuple[LabelledSet, list[tuple[list[Candidate], list[int | None]]]]:
-    """The training set of ``cases`` and, per case, its candidates with their gold labels."""
+    """The training set of ``cases`` (with ``augment`` defect-cut copies of each mask) and, per case, the
+    candidates of its own mask with their gold labels."""
     from tqdm import tqdm
 
     data, per_case = LabelledSet.empty(), []
@@ -187,4 +191,71 @@ def labelled_set(cases: Sequence[GoldCase], candidate_settings: CandidateSetting
         cands, labels = label_case(gc.image, gc.mask, gc.gold, gc.spacing, candidate_settings, label_settings)
         data.add(cands, labels, gc.group)
         per_case.append((cands, labels))
+        for mask in augmented_masks(gc, augment, label_settings):
+            more, more_labels = label_case(gc.image, mask, gc.gold, gc.spacing, candidate_settings, label_settings)
+            data.add(more, more_labels, gc.group)
     return data, per_case
+
+
+def augmented_masks(gc: GoldCase, n: int, label_settings: LabelSettings | None = None) -> list[np.ndarray]:
+    """``n`` copies of the case's mask with breaks cut on the gold's path and structure pasted touching it
+    (:mod:`neurorefiner.agents.learned.augment`), seeded by the case so a rerun gives the same set."""
+    import zlib
+
+    from neurorefiner.agents.learned.augment import cut_on_gold, paste_specks_near, paste_touching
+
+    index = GoldIndex(gc.gold, gc.spacing, gc.mask.shape, label_settings)
+    out = []
+    for i in range(n):
+        rng = np.random.default_rng(zlib.crc32(f"{gc.case}/{gc.segmenter}/{i}".encode()))
+        mask = paste_touching(cut_on_gold(gc.mask, index, rng, 8), gc.image, rng, 4)
+        out.append(paste_specks_near(mask, gc.image, rng, 8, gc.spacing))
+    return out
+
+
+def judge_card(judge: Judge, scores: dict[str, dict[str, float]], command: str) -> str:
+    """The card shipped beside a judge: what it was trained on, how it scores held out, how to rebuild it."""
+    meta = judge.meta
+    lines = ["# The judge of candidate edits (agent=learned)", "",
+             "Scores every candidate edit (join / remove / prune) of a mask: the probability that gold agrees "
+             "with it. Used by the learned Inspector (which edits to flag) and, through the flags, by the Advisor "
+             "and the Validator.", "",
+             f"- Rebuilt by: `{command}`",
+             f"- Trained on: {meta.get('dataset')} {meta.get('split')} ({', '.join(meta.get('cases', []))}), "
+             f"masks of {', '.join(meta.get('segmenters', []))}, plus {meta.get('augment')} defect-cut copies of "
+             "each mask; labels from the gold SWC, candidates beyond the gold's scope left out.",
+             f"- Models: {', '.join(f'{k}: {v}' for k, v in meta.get('models', {}).items())}; thresholds "
+             f"{', '.join(f'{k}: {v:.3f}' for k, v in judge.thresholds.items())} (the lowest keeping the "
+             "out-of-fold precision of neurorefiner.agents.learned.judge.MIN_PRECISION).",
+             f"- Labelled candidates: {', '.join(f'{k}: {int(v)}' for k, v in meta.get('labelled', {}).items())}.",
+             f"- Code: commit {meta.get('commit')}.", "",
+             "Held out (leave one stack out, both segmenters' masks of a stack together):", "",
+             "| Kind | labelled | true | flagged | precision | recall |", "|---|---|---|---|---|---|"]
+    for kind, s in scores.items():
+        lines.append(f"| {kind} | {s['n']} | {s['true']} | {s['flagged']} | {100 * s['precision']:.1f} | "
+                     f"{100 * s['recall']:.1f} |")
+    lines += ["", "Stored as JSON (model coefficients or LightGBM's text model); loading runs no code."]
+    return "\n".join(lines) + "\n"
+
+
+def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, augment: int = 2,
+                progress: bool = True) -> tuple[Path, Path]:
+    """Train the judge on a dataset's dev/train split and write it (``out``, JSON) with its card (``.md``)."""
+    from neurorefiner.errors import InputError
+    from neurorefiner.io.atomic import write_text_atomic
+    from neurorefiner.paths import git_commit
+
+    if dataset == "diadem" and split != "dev":
+        raise InputError("the judge trains on DIADEM dev only (OP_7-OP_9 are held out)")
+    cases = gold_cases(dataset, split, segmenters)
+    data, _ = labelled_set(cases, progress=progress, augment=augment)
+    scores = held_out_scores(data, held_out_judges(data))
+    meta = {"dataset": dataset, "split": split, "segmenters": list(segmenters), "augment": augment,
+            "cases": sorted({c.case for c in cases}), "models": dict(MODELS), "commit": git_commit(),
+            "labelled": {k: len(v) for k, v in data.y.items()}, "held_out": scores}
+    judge = fit_judge(data, meta=meta)
+    path = judge.save(Path(out))
+    command = (f"neurorefiner train-judge --dataset {dataset} --split {split} --segmenters {','.join(segmenters)} "
+               f"--out {out}")
+    card = write_text_atomic(path.with_suffix(".md"), judge_card(judge, scores, command))
+    return path, card

@@ -13,6 +13,7 @@ import typer
 
 STUDIES: tuple[str, ...] = (
     "break_probe",
+    "ceilings",
     "choose_postprocess",
     "gold_scope",
     "instructions",
