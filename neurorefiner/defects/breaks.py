@@ -25,7 +25,7 @@ class Defect:
     mask: np.ndarray  # defective (input) mask, bool (D, H, W)
     target: np.ndarray  # corrected mask, bool (D, H, W)
     instruction: Instruction
-    kind: str  # "break", "paste" or "noise"
+    kind: str  # "break", "paste", "noise" or "touch"
     changed: np.ndarray  # voxels where mask and target differ, bool (D, H, W)
 
 

@@ -14,8 +14,10 @@ from neurorefiner.defects import (
     make_break,
     make_defect,
     paste_annotation,
+    paste_touching_fibre,
 )
-from neurorefiner.defects.generate import DefectConfig
+from neurorefiner.defects.generate import DEFECT_KINDS, DefectConfig, draw_kind
+from neurorefiner.defects.touch import contact_voxels, farthest_along
 from neurorefiner.io.swc import Tree
 
 SHAPE = (32, 64, 64)
@@ -164,3 +166,63 @@ def test_kind_probabilities_and_config_errors():
         DefectConfig.build({"kernel": 3})
     with pytest.raises(ValueError):
         make_defect(gold, rng, kind="tear")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_touch_pastes_a_fibre_merged_into_the_neuron(seed):
+    """One component with the neuron, mostly outside it, undone by removing the changed voxels, and named
+    "Remove noise from <tip> to <junction>" with the tip in the start cell and the contact in the end cell."""
+    gold = y_neuron()
+    source = straight_neuron() if seed % 2 else gold  # another neuron, or the block's own mask moved
+    d = paste_touching_fibre(gold, np.random.default_rng(seed), [source])
+    assert d is not None and d.kind == "touch"
+    assert betti0(d.mask) == betti0(gold) == 1  # merged into the neuron, not a loose piece
+    assert betti0(d.changed) == 1 and d.changed.sum() >= 15
+    assert (d.changed == (d.mask & ~gold)).all() and not (gold & ~d.mask).any()
+    assert (d.target == gold).all() and ((d.mask & ~d.changed) == gold).all()  # gold = defect minus changed
+    ins = parse_instruction(d.instruction.format())
+    assert ins == d.instruction and ins.op == "remove" and len(ins.positions) == 2 and ins.start != ins.end
+    assert d.instruction.format().startswith("Remove noise from ")
+    contact = contact_voxels(d.changed, gold)
+    tip = farthest_along(d.changed, contact)
+    assert d.instruction.start.region(SHAPE)[tuple(tip)]  # start = the tip's cell
+    assert d.instruction.end.region(SHAPE)[tuple(contact.T)].any()  # end = where it touches the neuron
+    assert np.linalg.norm(contact - contact.mean(axis=0), axis=1).max() <= 10  # touches at one end only
+
+
+def test_touch_is_the_attached_branch_the_editor_cuts():
+    """On most draws the editor's cut for "Remove noise from <tip> to <junction>" takes the pasted fibre off
+    and leaves the neuron (a gold branch ending in the same cells can make the cut ambiguous)."""
+    from neurorefiner.inference.branch_cut import cut_branch
+
+    gold = y_neuron()
+    clean = 0
+    for seed in range(8):
+        d = paste_touching_fibre(gold, np.random.default_rng(seed), [straight_neuron()])
+        out, _ = cut_branch(d.mask, d.instruction)
+        clean += (d.changed & ~out).sum() > 0.5 * d.changed.sum() and (gold & ~out).sum() < 0.02 * gold.sum()
+    assert clean >= 5
+
+
+def test_touch_gives_up_without_a_neuron_or_a_fibre():
+    rng = np.random.default_rng(0)
+    assert paste_touching_fibre(np.zeros(SHAPE, bool), rng, [straight_neuron()]) is None
+    assert paste_touching_fibre(y_neuron(), rng, [np.zeros(SHAPE, bool)]) is None
+    speck = np.zeros(SHAPE, bool)
+    speck[16, 30:33, 30:33] = True  # no fibre in it: too short and too small
+    assert paste_touching_fibre(y_neuron(), rng, [speck], max_tries=5) is None
+
+
+def test_touch_is_off_by_default_and_drawn_when_asked():
+    """touch is a known kind with probability 0 in the defaults, so the shipped configs draw as before."""
+    assert "touch" in DEFECT_KINDS and DefectConfig().probs["touch"] == 0.0
+    old = DefectConfig(probs={"break": 0.5, "paste": 0.25, "noise": 0.25})
+    a, b = np.random.default_rng(5), np.random.default_rng(5)
+    draws = [draw_kind(a, DefectConfig()) for _ in range(500)]
+    assert draws == [draw_kind(b, old) for _ in range(500)] and "touch" not in draws
+    gold, rng = y_neuron(), np.random.default_rng(2)
+    off = {"probs": {"break": 0.4, "paste": 0.3, "noise": 0.3, "touch": 0.0}}
+    assert "touch" not in {make_defect(gold, rng, off, sources=[straight_neuron()]).kind for _ in range(30)}
+    on = {"probs": {"break": 0.0, "paste": 0.0, "noise": 0.0, "touch": 1.0}, "touch_size_range": [16, 30]}
+    d = make_defect(gold, rng, on, sources=[straight_neuron()])
+    assert d is not None and d.kind == "touch"

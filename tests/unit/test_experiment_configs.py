@@ -144,3 +144,20 @@ def test_baseline_card_cites_ship_true_and_where_the_checkpoint_ships(tmp_path: 
     section = card.split("## Rebuild", 1)[1]
     assert REBUILD.findall(section) == ["segfix"]
     assert "`outputs/train/checkpoints/segfix.ckpt`" in section and "`checkpoints/segfix.ckpt`" in section
+
+
+def test_touch_experiment_turns_touch_on_beside_the_stage1_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """experiment=toporefinenet_stage1_touch is the stage-1 recipe with touching fibres drawn, written to its
+    own file (not the stage-1 run's) from the shipped stage-1 checkpoint; the stage-1 recipe stays without."""
+    from neurorefiner.defects.generate import DefectConfig
+
+    cfg = _compose(["experiment=toporefinenet_stage1_touch"], monkeypatch)
+    base = _compose(["experiment=toporefinenet_stage1"], monkeypatch)
+    node = cfg.stages["1"]
+    probs = DefectConfig.build(OmegaConf.to_container(node.datamodule.defects, resolve=True)).probs
+    assert probs == {"break": 0.4, "paste": 0.2, "noise": 0.2, "touch": 0.2}
+    assert "touch" not in base.stages["1"].datamodule.defects.probs
+    assert output_checkpoint(cfg).name == "toporefinenet_stage1_touch.ckpt" != output_checkpoint(base).name
+    assert not is_shipped(cfg, output_checkpoint(cfg))
+    assert Path(node.init_from) == ROOT / "checkpoints" / checkpoint_name(1)
+    assert cfg.model.edit_weight == base.model.edit_weight and node.max_steps == base.stages["1"].max_steps

@@ -262,3 +262,19 @@ def test_distractor_is_kept_in_the_target_and_away_from_the_named_place():
     assert plain["distractor"] == ""
     with pytest.raises(ValueError, match="distractor_prob"):
         make_stage1_sample(image, gold, rng, CROP, distractor_prob=1.5)
+
+
+def test_touch_samples_paste_another_neurons_fibre_onto_the_neuron():
+    """touch takes its fibre from the other masks, as paste does, and neither adds nor joins pieces."""
+    image, gold = neuron_volume(4)
+    _, other = neuron_volume(5)
+    rng = np.random.default_rng(1)
+    defects = {"probs": {"break": 0.0, "paste": 0.0, "noise": 0.0, "touch": 1.0}}
+    for _ in range(4):
+        s = make_stage1_sample(image, gold, rng, CROP, other_masks=[other], defects=defects, distractor_prob=0.5)
+        assert s["kind"] == "touch" and s["distractor"] in ("", "touch")
+        ins = parse_instruction(s["instruction"])
+        assert ins.op == "remove" and len(ins.positions) == 2
+        named = s["mask"] ^ s["target"]
+        assert named.any() and not (s["target"] & ~s["mask"]).any()
+        assert betti0(s["mask"]) == betti0(s["target"])  # merged into a piece, not a new one

@@ -1,8 +1,9 @@
 """Stage-1 training data for TopoRefineNet: synthetic defects cut into gold masks (paper, Sec. 3.3/4.1).
 
 Each sample is a crop around a random gold foreground voxel, one defect drawn from
-:mod:`neurorefiner.defects` (break / pasted foreign annotation / Gaussian blobs), the defective mask as
-input, the gold crop as target, and the instruction that names the defect's type and place.
+:mod:`neurorefiner.defects` (break / pasted foreign annotation / Gaussian blobs / a fibre pasted touching
+the neuron, off by default), the defective mask as input, the gold crop as target, and the instruction
+that names the defect's type and place.
 
 Distractors (``distractor_prob``, beyond the paper): a share of the samples get a second defect away
 from the named place that the instruction does not mention, and the target keeps it. With one defect
@@ -29,7 +30,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from neurorefiner.data.cases import Case
 from neurorefiner.data.registry import get_dataset
-from neurorefiner.defects.generate import DefectConfig, draw_kind, make_one
+from neurorefiner.defects.generate import SOURCE_KINDS, DefectConfig, draw_kind, make_one
 from neurorefiner.errors import InputError
 
 Triple = tuple[int, int, int]
@@ -143,7 +144,7 @@ def add_distractor(gold: np.ndarray, named: np.ndarray, changed: np.ndarray, rng
     keep_out = ndi.binary_dilation(named | changed, iterations=margin) if margin > 0 else named | changed
     for _ in range(tries):
         kind = draw_kind(rng, cfg)
-        extra = make_one(kind, gold, rng, cfg, sources if kind == "paste" else None)
+        extra = make_one(kind, gold, rng, cfg, sources if kind in SOURCE_KINDS else None)
         if extra is None:
             continue
         flip = extra.mask ^ gold
@@ -160,14 +161,14 @@ def make_stage1_sample(image: np.ndarray, gold_mask: np.ndarray, rng: np.random.
     """One stage-1 training sample as numpy arrays (no Lightning needed).
 
     ``image`` float ZYX in [0, 1] and ``gold_mask`` bool ZYX of the same shape (a whole volume or a
-    block); ``crop_size`` (D, H, W); ``other_masks``: other neurons' gold masks for the copy-paste FP
-    (default: this volume's own mask elsewhere). ``fg`` / ``other_fg`` may pass ``np.flatnonzero`` of
-    ``gold_mask`` / each of ``other_masks`` (saves a scan of large volumes per sample).
+    block); ``crop_size`` (D, H, W); ``other_masks``: other neurons' gold masks for the copy-paste FPs
+    (``paste`` and ``touch``; default: this volume's own mask elsewhere). ``fg`` / ``other_fg`` may pass
+    ``np.flatnonzero`` of ``gold_mask`` / each of ``other_masks`` (saves a scan of large volumes per sample).
     With probability ``distractor_prob`` a second defect the instruction does not name is added away
     from the named region (:func:`add_distractor`); it is in both ``mask`` and ``target``.
     Returns ``image`` float32, ``mask`` (defective) / ``target`` / ``region`` bool, all (D, H, W),
-    ``instruction`` (str), ``instruction_obj``, ``kind`` (break | paste | noise), ``start`` (crop origin),
-    ``distractor`` (kind of the unnamed defect, or "").
+    ``instruction`` (str), ``instruction_obj``, ``kind`` (break | paste | noise | touch), ``start`` (crop
+    origin), ``distractor`` (kind of the unnamed defect, or "").
     """
     if not 0.0 <= distractor_prob <= 1.0:
         raise ValueError(f"distractor_prob must be in [0, 1], got {distractor_prob}")
@@ -196,7 +197,7 @@ def make_stage1_sample(image: np.ndarray, gold_mask: np.ndarray, rng: np.random.
             continue
         kind = draw_kind(rng, cfg)
         sources = None
-        if kind == "paste":
+        if kind in SOURCE_KINDS:  # paste and touch copy a piece of another neuron's mask
             if not pool:
                 continue
             j = pool[int(rng.integers(len(pool)))]
