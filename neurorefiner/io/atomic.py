@@ -24,6 +24,8 @@ def atomic_path(path: str | Path, is_dir: bool = False) -> Iterator[Path]:
         tmp = Path(name)
     try:
         yield tmp
+        if tmp.exists():
+            os.chmod(tmp, _mode_for(target, is_dir))
         if is_dir and target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
@@ -33,6 +35,17 @@ def atomic_path(path: str | Path, is_dir: bool = False) -> Iterator[Path]:
         else:
             tmp.unlink(missing_ok=True)
         raise
+
+
+def _mode_for(target: Path, is_dir: bool) -> int:
+    """The permissions a plain ``open``/``mkdir`` would have given: the old file's when it is replaced, else
+    the default under the process's umask. ``mkstemp``/``mkdtemp`` make private (0600/0700) files, and a
+    refined mask or a results table nobody else in the lab can open is not what a user asked for."""
+    if target.exists():
+        return target.stat().st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return (0o777 if is_dir else 0o666) & ~umask
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:

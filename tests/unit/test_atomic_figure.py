@@ -33,3 +33,20 @@ def test_failed_render_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["plot.png"]
     assert not plt.fignum_exists(fig.number)
+
+
+def test_atomic_writes_get_the_permissions_a_plain_write_would(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """mkstemp's private 0600 used to end up on every output (a refined mask others in the lab cannot open)."""
+    import os
+
+    from neurorefiner.io.atomic import write_text_atomic
+
+    umask = os.umask(0o022)
+    try:
+        path = write_text_atomic(tmp_path / "table.md", "x")
+        assert path.stat().st_mode & 0o777 == 0o644
+        os.chmod(path, 0o640)
+        write_text_atomic(path, "y")                       # a replaced file keeps its own mode
+        assert path.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(umask)
