@@ -1,4 +1,5 @@
-"""A full refine with the heuristic agents and the shipped editor (targets: a 256^3 volume under 60 s on 2 cores,
+"""A full refine with the heuristic agents, and one with the learned agents (the shipped judge), and the shipped
+editor (targets: a 256^3 volume under 60 s on 2 cores,
 at most 1.5x one sliding-window pass of the shipped 3D U-Net over the same volume, heuristic agents under 10 %
 of the run). The volume is a SYNTHETIC synthetic_cwmbs_weak stack; its mask is the gold label with breaks cut
 into it and specks added, so the loop has real work. The reference, measured in the same process, is the
@@ -14,7 +15,7 @@ SHAPE = sized((256, 256, 256), (32, 64, 64))
 BREAKS, SPECKS = (1, 2) if SMOKE else (6, 12)
 
 
-def _setup():
+def _setup(backend: str = "heuristic"):
     import torch
 
     from neurorefiner.agents import heuristic
@@ -36,7 +37,13 @@ def _setup():
         z, y, x = (int(rng.integers(2, s - 3)) for s in SHAPE)
         mask[z - 1:z + 2, y - 1:y + 2, x - 1:x + 2] = True
     norm = image.astype(np.float32) / max(float(image.max()), 1.0)
-    agents = Agents(heuristic.HeuristicInspector(), heuristic.HeuristicAdvisor(), heuristic.HeuristicValidator())
+    if backend == "learned":
+        from neurorefiner.agents import learned
+
+        agents = Agents(learned.LearnedInspector(), learned.LearnedAdvisor(),
+                        learned.LearnedValidator(connect_margin=10))
+    else:
+        agents = Agents(heuristic.HeuristicInspector(), heuristic.HeuristicAdvisor(), heuristic.HeuristicValidator())
     return {"image": norm, "mask": mask, "spacing": spacing, "agents": agents, "editor": load_topo_refiner(),
             "settings": LoopSettings(), "unet": load_segmenter(project_root() / "checkpoints" / "segmenters" /
                                                                "unet3d_diadem_cpu.pt"), "seconds": {}}
@@ -58,7 +65,7 @@ def _unet_pass(arg) -> None:
 def _shares(arg, t: float) -> dict:
     s = arg["seconds"]
     out = {f"share_{role}": float(s.get(role, 0.0)) / t for role in ("inspector", "advisor", "editor", "validator")}
-    out["share_heuristic_agents"] = out["share_inspector"] + out["share_advisor"] + out["share_validator"]
+    out["share_agents"] = out["share_inspector"] + out["share_advisor"] + out["share_validator"]
     return out
 
 
@@ -66,4 +73,7 @@ CASES = [
     Case("refine/heuristic_agents_256^3", _setup, _refine, reference=_unet_pass,
          reference_name="shipped 3D U-Net sliding-window pass, same volume", repeats=1, budget_s=60.0, extra=_shares,
          notes="SYNTHETIC synthetic_cwmbs_weak stack, gold label with 6 breaks and 12 specks; 2 torch threads"),
+    Case("refine/learned_agents_256^3", lambda: _setup("learned"), _refine, reference=_unet_pass,
+         reference_name="shipped 3D U-Net sliding-window pass, same volume", repeats=1, budget_s=60.0, extra=_shares,
+         notes="as above, agent=learned (every candidate scored by checkpoints/judge.json); 2 torch threads"),
 ]

@@ -166,7 +166,7 @@ def find_candidates(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float
     boxes = cc3d.statistics(labels, no_slice_conversion=True)["bounding_boxes"]
     context = _PieceContext(image, mask, labels, sizes, boxes, main, np.asarray(sp), levels, s)
     if "join" in kinds:
-        out.extend(_joins(context))
+        out.extend(_with_clutter(_joins(context), sp))
     if "remove" in kinds:
         out.extend(_removals(context))
     if "prune" in kinds:
@@ -241,6 +241,24 @@ def _joins(cx: _PieceContext) -> list[Candidate]:
             a, bb = vs[k], cx.voxels(big)[int(idx[k])]
             out.append(_join_candidate(cx, small, big, a, bb, float(d[k]), brightest_path, bg, fg))
     return out
+
+
+def _with_clutter(joins: list[Candidate], spacing: Sequence[float], radius_um: float = 10.0) -> list[Candidate]:
+    """Add how crowded each join's place is: the number of other join candidates whose tree end lies within
+    ``radius_um`` of this one's, and the mask's join count (log). A tree beset by loose pieces is a noisy stack
+    or other fibres crossing the neuron, where a join is more often a false merge."""
+    if not joins:
+        return joins
+    from scipy.spatial import cKDTree
+
+    ends = np.array([c.anchors[1] for c in joins], float) * np.asarray(spacing, float)
+    tree = cKDTree(ends)
+    near = np.array([len(tree.query_ball_point(e, radius_um)) - 1 for e in ends])
+    total = float(np.log1p(len(joins)))
+    for c, k in zip(joins, near):
+        c.features["joins_near"] = float(k)
+        c.features["log_joins_in_mask"] = total
+    return joins
 
 
 def _join_candidate(cx: _PieceContext, small: int, big: int, a: np.ndarray, b: np.ndarray, gap: float,
@@ -466,7 +484,8 @@ def feature_names(kind: str) -> list[str]:
 _FEATURES = {
     "join": ("gap_um", "gap_z_um", "log_size_small", "log_size_big", "big_is_main", "small_is_main", "facing_small",
              "facing_big", "align_small", "align_big", "path_q25", "path_min", "path_mean", "straight_q25",
-             "path_tortuosity", "small_brightness", "big_brightness", "small_elongation", "small_dist_main_um"),
+             "path_tortuosity", "small_brightness", "big_brightness", "small_elongation", "small_dist_main_um",
+             "joins_near", "log_joins_in_mask"),
     "remove": ("log_size", "elongation", "extent_um", "extent_z_um", "brightness", "brightness_max", "dist_main_um",
                "dist_other_um", "border_share", "log_main_size"),
     "prune": ("length_um", "euclid_um", "tortuosity", "thickness_um", "thickness_ratio", "brightness",

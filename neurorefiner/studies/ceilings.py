@@ -65,7 +65,7 @@ def ceiling_masks(gc: Any, cands: Sequence[Any], labels: Sequence[int | None], j
     choices made directly (what the learned agents would reach with a perfect editor)."""
     from neurorefiner.agents.candidates import apply_candidates
     from neurorefiner.agents.learned.gold_labels import GoldIndex
-    from neurorefiner.agents.learned.roles import choose
+    from neurorefiner.agents.learned.roles import choose, join_gate
 
     true = [c for c, y in zip(cands, labels) if y == 1]
     index = GoldIndex(gc.gold, gc.spacing, gc.mask.shape)
@@ -78,7 +78,7 @@ def ceiling_masks(gc: Any, cands: Sequence[Any], labels: Sequence[int | None], j
     }
     if judge is not None:
         p, passed = judge.decide(cands)
-        picked = choose(cands, p, passed)
+        picked = choose(cands, p, passed, gate=join_gate)
         masks["judge_a"] = apply_candidates(gc.mask, [c for c, _ in picked if c.kind != "prune"])
         masks["judge_b"] = apply_candidates(gc.mask, [c for c, _ in picked])
     return masks
@@ -129,7 +129,7 @@ def run_ceilings(cases: Sequence[Any], judges: dict[str, Any] | None = None, pro
 
     from neurorefiner.agents.learned.training import labelled_set
 
-    data, per_case = labelled_set(cases, progress=progress)
+    data, per_case = labelled_set(cases, progress=progress, augment=0 if judges == {} else 2)
     if judges is None:
         from neurorefiner.agents.learned.training import held_out_judges
 
@@ -208,25 +208,37 @@ def ceilings(dataset: str, split: str, segmenters: Sequence[str], out: Path, loo
     from neurorefiner.agents.learned.training import gold_cases, held_out_judges, held_out_scores, labelled_set
     from neurorefiner.errors import InputError
 
-    if dataset == "diadem" and split != "dev":
-        raise InputError("the ceilings study chooses settings: run it on DIADEM dev only (OP_7-OP_9 are held out)")
+    held_out = split == "test"
+    if held_out and loop:
+        raise InputError("on a test split the ceilings study only measures (gold-vetted rows): pass --no-loop; "
+                         "the judge and the agents are never trained or run here on test stacks")
     cases = gold_cases(dataset, split, segmenters, limit)
-    data, _ = labelled_set(cases, progress=progress)
-    judges = held_out_judges(data)
+    if held_out:   # the ceilings beside a test table: gold labels only, nothing learned from these stacks
+        data, judges = None, {}
+    else:
+        data, _ = labelled_set(cases, progress=progress)
+        judges = held_out_judges(data)
     rows, _ = run_ceilings(cases, judges, progress=progress, loop=loop)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_rows(rows, out / f"ceilings_{dataset}.csv")
     segs = ",".join(segmenters)
-    command = (f"neurorefiner study ceilings --dataset {dataset} --split {split} --segmenters {segs}"
+    command = (f"neurorefiner study ceilings --dataset {dataset} --split {split} --segmenters {segs} --out {out}"
                + ("" if loop else " --no-loop") + (f" --limit {limit}" if limit else ""))
     kind = "SYNTHETIC" if dataset.startswith("synthetic") else "real data"
-    md = summary_table(rows, f"Ceilings: {dataset} {split} ({kind})", command)
+    import datetime as dt
+
+    from neurorefiner.paths import git_commit
+
+    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    md = summary_table(rows, f"Ceilings: {dataset} {split} ({kind})", f"{command}` on {when} at commit `{git_commit()}")
     md += "\nRoot-seeded APP2, scored as the tables are; SD/SSD in voxels, PRE/REC/F1 as fractions.\n\n"
     md += "\n".join(f"- `{k}`: {v}" for k, v in ROW_NOTES.items()) + "\n"
-    md += ("\nThe judge, leave one stack out (each stack's candidates judged by a judge trained on the other "
+    if data is not None:
+        md += ("\nThe judge, leave one stack out (each stack's candidates judged by a judge trained on the other "
            "stacks, both segmenters' masks of a stack held out together; candidates of defect-cut copies of the "
-           "masks included, see neurorefiner.agents.learned.augment):\n\n" + judge_table(held_out_scores(data, judges)))
+               "masks included, see neurorefiner.agents.learned.augment):\n\n"
+               + judge_table(held_out_scores(data, judges)))
     from neurorefiner.io.atomic import write_text_atomic
 
     return write_text_atomic(out / f"ceilings_{dataset}.md", md)

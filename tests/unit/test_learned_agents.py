@@ -219,3 +219,12 @@ def test_agent_learned_config_builds_the_three_roles(tmp_path) -> None:  # type:
     agents, _, described = build_agents(node)
     assert isinstance(agents.inspector, LearnedInspector) and isinstance(agents.validator, LearnedValidator)
     assert described["backend"] == "learned"
+
+
+def test_a_join_across_a_dark_gap_is_not_made_whatever_the_judge_says() -> None:
+    image, mask = cut_tube(12)
+    image[:, :, 42:54] = 0.05                      # the fibre is dark in the gap: two fibres, not a break
+    inspector = LearnedInspector(judge=always({"join": 0.99, "remove": 0.1, "prune": 0.1}))
+    assert inspector.chosen(image, mask, SPACING) == []
+    bright = LearnedInspector(judge=always({"join": 0.99, "remove": 0.1, "prune": 0.1}), join_signal_min=0.0)
+    assert [c.kind for c, _ in bright.chosen(image, mask, SPACING)] == ["join"]

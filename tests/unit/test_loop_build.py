@@ -88,7 +88,8 @@ def test_refine_and_the_method_write_one_trace_format(tmp_path: Path) -> None:
     write_volume(tmp_path / "msk.tif", mask)
     cfg = compose_cfg("refine", [f"image={tmp_path / 'img.tif'}", f"mask={tmp_path / 'msk.tif'}",
                                  f"out={tmp_path / 'o'}", "loop.block_size=64", "t_max=3", "progress=false",
-                                 "report=false", "~tracing", f"editor._target_={FAKE_EDITOR['_target_']}"])
+                                 "report=false", "~tracing", "agent=heuristic",
+                                 f"editor._target_={FAKE_EDITOR['_target_']}"])
     refine_volume(read_volume(cfg.image), read_mask(cfg.mask), cfg)
     refined = read_trace(tmp_path / "o" / "trace.jsonl")
 

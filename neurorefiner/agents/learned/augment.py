@@ -131,3 +131,46 @@ def paste_specks_near(mask: np.ndarray, image: np.ndarray, rng: np.random.Genera
         out[tuple(vox.T)] = True
         done += 1
     return out
+
+
+def add_bright_off_gold(mask: np.ndarray, image: np.ndarray, gold: GoldIndex, rng: np.random.Generator, n: int,
+                        reach_um: float, spacing: tuple[float, float, float], min_voxels: int = 10,
+                        max_voxels: int = 400) -> np.ndarray:
+    """``mask`` with up to ``n`` bright pieces the gold does not trace added near the tree: the image's bright
+    structure (above half way from the mask's background to its foreground) that lies away from the mask, away
+    from the gold, within a join's reach of the mask. What a segmenter run a little more permissively adds on a
+    stack with other fibres beside the traced neuron; the joins to them are the wrong joins of a noisy stack,
+    bright like true ones, so brightness alone cannot tell them apart."""
+    import cc3d
+    from scipy import ndimage as ndi
+
+    from neurorefiner.agents.candidates import intensity_levels
+
+    out = np.asarray(mask, dtype=bool).copy()
+    if not out.any():
+        return out
+    bg, fg = intensity_levels(np.asarray(image, np.float32), out)
+    bright = (np.asarray(image) > bg + 0.5 * (fg - bg)) & ~ndi.binary_dilation(out, iterations=2)
+    labels, k = cc3d.connected_components(bright, connectivity=26, return_N=True)
+    if k == 0:
+        return out
+    sizes = np.bincount(labels.ravel())
+    ids = [i for i in range(1, k + 1) if min_voxels <= sizes[i] <= max_voxels]
+    rng.shuffle(ids)
+    sp = np.asarray(spacing, float)
+    reach = np.ceil(reach_um / sp).astype(int)
+    objects = ndi.find_objects(labels)
+    added = 0
+    for i in ids:
+        if added >= n:
+            break
+        sl = objects[i - 1]
+        vox = np.argwhere(labels[sl] == i) + np.array([s.start for s in sl])
+        if gold.near(vox).any():
+            continue
+        box = tuple(slice(max(s.start - r, 0), s.stop + r) for s, r in zip(sl, reach))
+        if not out[box].any():
+            continue
+        out[tuple(vox.T)] = True
+        added += 1
+    return out

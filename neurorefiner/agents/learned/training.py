@@ -202,14 +202,20 @@ def augmented_masks(gc: GoldCase, n: int, label_settings: LabelSettings | None =
     (:mod:`neurorefiner.agents.learned.augment`), seeded by the case so a rerun gives the same set."""
     import zlib
 
-    from neurorefiner.agents.learned.augment import cut_on_gold, paste_specks_near, paste_touching
+    from neurorefiner.agents.learned.augment import (
+        add_bright_off_gold,
+        cut_on_gold,
+        paste_specks_near,
+        paste_touching,
+    )
 
     index = GoldIndex(gc.gold, gc.spacing, gc.mask.shape, label_settings)
     out = []
     for i in range(n):
         rng = np.random.default_rng(zlib.crc32(f"{gc.case}/{gc.segmenter}/{i}".encode()))
         mask = paste_touching(cut_on_gold(gc.mask, index, rng, 8), gc.image, rng, 4)
-        out.append(paste_specks_near(mask, gc.image, rng, 8, gc.spacing))
+        mask = paste_specks_near(mask, gc.image, rng, 8, gc.spacing)
+        out.append(add_bright_off_gold(mask, gc.image, index, rng, 12, CandidateSettings().reach_um, gc.spacing))
     return out
 
 
@@ -234,7 +240,10 @@ def judge_card(judge: Judge, scores: dict[str, dict[str, float]], command: str) 
     for kind, s in scores.items():
         lines.append(f"| {kind} | {s['n']} | {s['true']} | {s['flagged']} | {100 * s['precision']:.1f} | "
                      f"{100 * s['recall']:.1f} |")
-    lines += ["", "Stored as JSON (model coefficients or LightGBM's text model); loading runs no code."]
+    lines += ["", "These are the judge's own figures. The learned Inspector also gates every join (image signal in "
+              "the gap, an uncrowded place: neurorefiner.agents.learned.roles.join_gate), and the Validator checks "
+              "each edit; their effect is in experiments/ceilings/.", "",
+              "Stored as JSON (model coefficients or LightGBM's text model); loading runs no code."]
     return "\n".join(lines) + "\n"
 
 
