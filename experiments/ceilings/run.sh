@@ -6,4 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 NR=.venv/bin/neurorefiner
 $NR study ceilings --dataset diadem --split dev --segmenters unet3d,nnunet_style --out experiments/ceilings "$@"
+# the same rows on the held-out test stacks, measured only (the shipped judge as is, nothing trained there)
+$NR study ceilings --dataset diadem --split test --segmenters unet3d,nnunet_style --no-loop --out experiments/ceilings
 $NR train-judge --dataset diadem --split dev --segmenters unet3d,nnunet_style --out checkpoints/judge.json

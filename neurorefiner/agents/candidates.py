@@ -68,13 +68,11 @@ class Candidate:
 
 # ----------------------------------------------------------------------------------------------- helpers
 def intensity_levels(image: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
-    """Median background and foreground intensity (on a subsample): the scale every brightness is read on."""
-    step = max(1, int(round((image.size / 2_000_000) ** (1 / 3))))
-    img, msk = image[::step, ::step, ::step], mask[::step, ::step, ::step]
-    bg = float(np.median(img[~msk])) if (~msk).any() else 0.0
-    fg = float(np.median(img[msk])) if msk.any() else 1.0
-    if msk.sum() < 10 and mask.any():
-        fg = float(np.median(image[mask]))
+    """Median background and foreground intensity (the heuristic detector's reading, on a subsample), with the
+    foreground kept above the background: the scale every brightness is read on."""
+    from neurorefiner.agents.heuristic.detect import _intensity_levels
+
+    bg, fg = _intensity_levels(image, mask)
     return bg, max(fg, bg + 1e-3)
 
 

@@ -129,7 +129,7 @@ def run_ceilings(cases: Sequence[Any], judges: dict[str, Any] | None = None, pro
 
     from neurorefiner.agents.learned.training import labelled_set
 
-    data, per_case = labelled_set(cases, progress=progress, augment=0 if judges == {} else 2)
+    data, per_case = labelled_set(cases, progress=progress, augment=2 if judges is None else 0)
     if judges is None:
         from neurorefiner.agents.learned.training import held_out_judges
 
@@ -162,8 +162,8 @@ def summary_table(rows: list[dict], title: str, command: str) -> str:
             rs = [r for r in rows if r["segmenter"] == s and r["row"] == name]
             if not rs:
                 continue
-            means = [np.mean([r[k] for r in rs]) for k in METRICS]
-            per = {r["case"]: r["F1"] for r in rs}
+            means = [np.mean([r[k] for r in rs]) * (1 if k in ("SD", "SSD") else 100) for k in METRICS]
+            per = {r["case"]: 100 * r["F1"] for r in rs}
             lines.append(f"| {s} | {name} | {len(rs)} | " + " | ".join(f"{v:.2f}" for v in means) + " | "
                          + " | ".join(f"{per[c]:.2f}" if c in per else "" for c in cases) + " |")
     return "\n".join(lines) + "\n"
@@ -188,8 +188,9 @@ ROW_NOTES = {
     "ceiling_a": "gold-vetted joins and isolated-piece removals, made directly",
     "ceiling_b": "ceiling_a + gold-vetted prunes of attached structure inside the gold's scope",
     "scope": "the mask cut to the gold's scope box (false structure beyond the gold's extent, alone)",
-    "judge_a": "the held-out judge's joins and removals, made directly (a perfect editor)",
-    "judge_b": "judge_a + the held-out judge's prunes",
+    "judge_a": "the judge's joins (through the Inspector's join gate) and removals, made directly (a perfect "
+               "editor); on dev the judge held out on the stack, on test the shipped one (trained on dev)",
+    "judge_b": "judge_a + the judge's prunes",
     "loop": "NeuroRefiner: the learned agents with the held-out judge and the shipped editor (Algorithm 1)",
 }
 
@@ -204,24 +205,29 @@ def judge_table(scores: dict[str, dict[str, float]]) -> str:
 
 def ceilings(dataset: str, split: str, segmenters: Sequence[str], out: Path, loop: bool = True,
              limit: int | None = None, progress: bool = True) -> Path:
-    """The ceilings table of a dataset's dev/val split: ``<out>/ceilings_<dataset>.md`` and ``.csv``."""
+    """The ceilings table of a dataset's split: ``<out>/ceilings_<dataset>_<split>.md`` and ``.csv`` (on a test
+    split the gold-vetted rows only: nothing is trained or run there)."""
     from neurorefiner.agents.learned.training import gold_cases, held_out_judges, held_out_scores, labelled_set
     from neurorefiner.errors import InputError
 
     held_out = split == "test"
     if held_out and loop:
-        raise InputError("on a test split the ceilings study only measures (gold-vetted rows): pass --no-loop; "
-                         "the judge and the agents are never trained or run here on test stacks")
+        raise InputError("on a test split the ceilings study only measures: pass --no-loop (the agents' row on "
+                         "test stacks is the evaluation table's own)")
     cases = gold_cases(dataset, split, segmenters, limit)
-    if held_out:   # the ceilings beside a test table: gold labels only, nothing learned from these stacks
-        data, judges = None, {}
+    if held_out:   # beside a test table: gold labels to measure with, the shipped judge (trained on dev) as is
+        from neurorefiner.agents.learned.judge import Judge
+        from neurorefiner.agents.learned.roles import shipped_judge
+
+        shipped = Judge.load(shipped_judge())
+        data, judges = None, {c.group: shipped for c in cases}
     else:
         data, _ = labelled_set(cases, progress=progress)
         judges = held_out_judges(data)
     rows, _ = run_ceilings(cases, judges, progress=progress, loop=loop)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_rows(rows, out / f"ceilings_{dataset}.csv")
+    write_rows(rows, out / f"ceilings_{dataset}_{split}.csv")
     segs = ",".join(segmenters)
     command = (f"neurorefiner study ceilings --dataset {dataset} --split {split} --segmenters {segs} --out {out}"
                + ("" if loop else " --no-loop") + (f" --limit {limit}" if limit else ""))
@@ -232,7 +238,7 @@ def ceilings(dataset: str, split: str, segmenters: Sequence[str], out: Path, loo
 
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     md = summary_table(rows, f"Ceilings: {dataset} {split} ({kind})", f"{command}` on {when} at commit `{git_commit()}")
-    md += "\nRoot-seeded APP2, scored as the tables are; SD/SSD in voxels, PRE/REC/F1 as fractions.\n\n"
+    md += "\nRoot-seeded APP2, scored as the tables are; SD/SSD in voxels, PRE/REC/F1 in %.\n\n"
     md += "\n".join(f"- `{k}`: {v}" for k, v in ROW_NOTES.items()) + "\n"
     if data is not None:
         md += ("\nThe judge, leave one stack out (each stack's candidates judged by a judge trained on the other "
@@ -241,4 +247,4 @@ def ceilings(dataset: str, split: str, segmenters: Sequence[str], out: Path, loo
                + judge_table(held_out_scores(data, judges)))
     from neurorefiner.io.atomic import write_text_atomic
 
-    return write_text_atomic(out / f"ceilings_{dataset}.md", md)
+    return write_text_atomic(out / f"ceilings_{dataset}_{split}.md", md)

@@ -228,3 +228,17 @@ def test_a_join_across_a_dark_gap_is_not_made_whatever_the_judge_says() -> None:
     assert inspector.chosen(image, mask, SPACING) == []
     bright = LearnedInspector(judge=always({"join": 0.99, "remove": 0.1, "prune": 0.1}), join_signal_min=0.0)
     assert [c.kind for c, _ in bright.chosen(image, mask, SPACING)] == ["join"]
+
+
+def test_ceiling_rows_make_the_gold_vetted_edits_only() -> None:
+    from neurorefiner.agents.learned.training import GoldCase, label_case
+    from neurorefiner.studies.ceilings import ceiling_masks
+
+    image, mask = cut_tube(12)
+    mask[8, 32:34, 70:73] = True                                  # a speck off the gold, inside its scope
+    gc = GoldCase("c", "s", image, mask, gold_along_tube(), SPACING)
+    cands, labels = label_case(image, mask, gc.gold, SPACING)
+    masks = ceiling_masks(gc, cands, labels, judge=always({"join": 0.9, "remove": 0.9, "prune": 0.1}))
+    assert betti0(masks["ceiling_a"]) == 1 and not masks["ceiling_a"][8, 33, 71]
+    assert (masks["initial"] == mask).all() and masks["scope"][mask].all()
+    assert betti0(masks["judge_a"]) == 1

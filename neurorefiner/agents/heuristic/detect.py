@@ -58,7 +58,9 @@ def _zscale(spacing: Sequence[float]) -> np.ndarray:
     return np.array([z / xy, y / xy, x / xy])
 
 
-class _UnionFind:
+class UnionFind:
+    """Disjoint sets of component labels: which pieces a chain of chosen joins has already joined."""
+
     def __init__(self) -> None:
         self.parent: dict[int, int] = {}
 
@@ -237,7 +239,7 @@ def find_breaks(mask: np.ndarray, image: np.ndarray, labels: np.ndarray, sizes: 
                             int(min(sizes[small], sizes[big])), note)
             found.append((dist, defect, small, big))
     found.sort(key=lambda t: (t[0], t[1].anchors))
-    joined = _UnionFind()
+    joined = UnionFind()
     out = []
     for _, defect, a, b in found:
         if joined.union(a, b):

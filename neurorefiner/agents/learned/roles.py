@@ -24,6 +24,7 @@ import numpy as np
 from neurorefiner.agents.candidates import Candidate, CandidateSettings, find_candidates
 from neurorefiner.agents.editor import frame_around
 from neurorefiner.agents.heuristic.advisor import HeuristicAdvisor, _position
+from neurorefiner.agents.heuristic.detect import UnionFind
 from neurorefiner.agents.heuristic.validator import HeuristicValidator
 from neurorefiner.agents.learned.judge import Judge
 from neurorefiner.agents.roles import (
@@ -57,25 +58,6 @@ def _load_judge(judge: str | Path | Judge | None) -> Judge:
     return Judge.load(judge or shipped_judge())
 
 
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: dict[int, int] = {}
-
-    def find(self, a: int) -> int:
-        self.parent.setdefault(a, a)
-        while self.parent[a] != a:
-            self.parent[a] = self.parent[self.parent[a]]
-            a = self.parent[a]
-        return a
-
-    def union(self, a: int, b: int) -> bool:
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return False
-        self.parent[rb] = ra
-        return True
-
-
 def join_gate(c: Candidate, signal_min: float = 0.25, max_crowding: float = 4, reach_um: float = 8.0) -> bool:
     """Two priors a join must pass besides the judge (chosen on DIADEM dev): the gap holds image signal (its
     brightest path's lower quartile at least ``signal_min`` of the way from background to foreground, the bar
@@ -96,7 +78,7 @@ def choose(candidates: Sequence[Candidate], p: np.ndarray, passed: np.ndarray, p
     """The edits to make, in the order to make them: joins (most probable first, each joining pieces not yet
     joined, each through ``gate``), then removals of pieces no chosen join uses, then prunes."""
     order = np.argsort(-p, kind="stable")
-    joins, uf, joined = [], _UnionFind(), set()
+    joins, uf, joined = [], UnionFind(), set()
     for i in order:
         c = candidates[i]
         if passed[i] and c.kind == "join" and (gate is None or gate(c)) and uf.union(*c.pieces):
