@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Ceilings of gold-vetted refinement on DIADEM dev (real data, OP_1-OP_6 only; the test stacks never enter),
 # both segmenters' masks, with the held-out judge's rows and the learned agents' loop; then the shipped judge.
-# Writes ceilings_diadem.md / .csv here, and checkpoints/judge.json with its card checkpoints/judge.md.
+# Writes ceilings_diadem_dev.md / _test.md (and .csv) here, and checkpoints/judge.json with its card
+# checkpoints/judge.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NR=.venv/bin/neurorefiner
