@@ -113,7 +113,7 @@ def test_refine_end_to_end_with_the_shipped_editor(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_kill_9_then_resume_gives_the_uninterrupted_result(tmp_path: Path) -> None:
     image, mask = synthetic(tmp_path, n_blocks=4)
-    common = [f"image={image}", f"mask={mask}", "loop.block_size=64",
+    common = [f"image={image}", f"mask={mask}", "loop.block_size=64", "agent=heuristic",   # flags every block
               "editor._target_=tests.integration.test_refine_loop.slow_editor"]
     whole = refine([*common, f"out={tmp_path / 'whole'}"], tmp_path)
     assert whole.returncode == 0, whole.stderr

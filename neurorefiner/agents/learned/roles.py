@@ -104,7 +104,9 @@ def _defect(c: Candidate, p: float) -> Defect:
 
 
 class LearnedInspector:
-    """Flags blocks from the judge's scores of every candidate (module docstring)."""
+    """Flags blocks from the judge's scores of every candidate (module docstring). It always reads the 3D
+    components: Table 5's restricted inputs (MIPs without Betti-0) are an ablation of the heuristic and vlm
+    Inspectors, whose views they change."""
 
     name = "learned"
 
