@@ -46,6 +46,7 @@ from neurorefiner.evaluation.figures import zmip
 from neurorefiner.evaluation.methods import build_method, method_key, method_node
 from neurorefiner.evaluation.paper_tables import provenance, trace_dir
 from neurorefiner.evaluation.tables import label_methods, markdown_table, summarize, write_rows_csv
+from neurorefiner.inference.init_masks import file_sha256
 from neurorefiner.io import read_mask, write_volume
 from neurorefiner.io.atomic import atomic_path, write_text_atomic
 from neurorefiner.paths import segmenter_dirname
@@ -102,14 +103,6 @@ def settings_key(cfg: DictConfig) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 _DIGESTS: dict[tuple[str, int, int], str] = {}
 
 
@@ -118,7 +111,7 @@ def file_digest(path: Path) -> str:
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     if key not in _DIGESTS:
-        _DIGESTS[key] = _sha256(path)
+        _DIGESTS[key] = file_sha256(path)
     return _DIGESTS[key]
 
 

@@ -66,7 +66,8 @@ def _cached_probs(path: Path | None, compute: Any) -> Any:
     return probs
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, read in 1 MiB chunks (checkpoints are tens of MB)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -115,7 +116,7 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
                              "--model <ckpt_dir>/segmenter.pt", ckpt)
         from neurorefiner.inference.segmenter import load_segmenter
 
-        digest = _sha256(ckpt)
+        digest = file_sha256(ckpt)
         seg = load_segmenter(ckpt, expected_arch=None if is_segmenter_file(segmenter) else segmenter)
         # refinement starts from the breaks and fragments: no component filter, no gap bridging
         post = post or dataclasses.replace(recorded_postprocess(seg), keep_largest=0, bridge_um=0.0)

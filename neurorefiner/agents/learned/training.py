@@ -67,8 +67,10 @@ class LabelledSet:
 def label_case(image: np.ndarray, mask: np.ndarray, gold, spacing: Sequence[float],  # type: ignore[no-untyped-def]
                candidate_settings: CandidateSettings | None = None, label_settings: LabelSettings | None = None
                ) -> tuple[list[Candidate], list[int | None]]:
+    """Candidates of ``mask`` and their gold labels; ``gold`` is a tree or an already built :class:`GoldIndex`
+    (one per stack: its dense resampling and KD-tree serve every mask of that stack)."""
     cands = find_candidates(image, mask, spacing, candidate_settings)
-    index = GoldIndex(gold, spacing, mask.shape, label_settings)
+    index = gold if isinstance(gold, GoldIndex) else GoldIndex(gold, spacing, mask.shape, label_settings)
     return cands.candidates, label_all(cands.candidates, index)
 
 
@@ -188,16 +190,17 @@ def labelled_set(cases: Sequence[GoldCase], candidate_settings: CandidateSetting
 
     data, per_case = LabelledSet.empty(), []
     for gc in tqdm(cases, desc="candidates", unit="case", disable=not progress):
-        cands, labels = label_case(gc.image, gc.mask, gc.gold, gc.spacing, candidate_settings, label_settings)
+        index = GoldIndex(gc.gold, gc.spacing, gc.mask.shape, label_settings)
+        cands, labels = label_case(gc.image, gc.mask, index, gc.spacing, candidate_settings)
         data.add(cands, labels, gc.group)
         per_case.append((cands, labels))
-        for mask in augmented_masks(gc, augment, label_settings):
-            more, more_labels = label_case(gc.image, mask, gc.gold, gc.spacing, candidate_settings, label_settings)
+        for mask in augmented_masks(gc, augment, index):
+            more, more_labels = label_case(gc.image, mask, index, gc.spacing, candidate_settings)
             data.add(more, more_labels, gc.group)
     return data, per_case
 
 
-def augmented_masks(gc: GoldCase, n: int, label_settings: LabelSettings | None = None) -> list[np.ndarray]:
+def augmented_masks(gc: GoldCase, n: int, index: GoldIndex) -> list[np.ndarray]:
     """``n`` copies of the case's mask with breaks cut on the gold's path and structure pasted touching it
     (:mod:`neurorefiner.agents.learned.augment`), seeded by the case so a rerun gives the same set."""
     import zlib
@@ -209,7 +212,6 @@ def augmented_masks(gc: GoldCase, n: int, label_settings: LabelSettings | None =
         paste_touching,
     )
 
-    index = GoldIndex(gc.gold, gc.spacing, gc.mask.shape, label_settings)
     out = []
     for i in range(n):
         rng = np.random.default_rng(zlib.crc32(f"{gc.case}/{gc.segmenter}/{i}".encode()))
