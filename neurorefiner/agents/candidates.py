@@ -358,6 +358,8 @@ def _piece_prunes(cx: _PieceContext, c: int) -> list[Candidate]:
     from scipy.spatial import cKDTree
     from skimage.morphology import skeletonize
 
+    from neurorefiner.topology.skeleton import skeleton_graph
+
     sp, s = cx.sp, cx.s
     bg, fg = cx.levels
     z0, z1, y0, y1, x0, x1 = (int(v) for v in cx.boxes[c])
@@ -366,10 +368,9 @@ def _piece_prunes(cx: _PieceContext, c: int) -> list[Candidate]:
     hi = np.minimum(np.array([z1, y1, x1]) + pad + 1, cx.mask.shape)
     box = tuple(slice(int(a), int(b)) for a, b in zip(lo, hi))
     piece = cx.labels[box] == c
-    skel = skeletonize(piece)
-    if skel.sum() < 3:
+    graph = skeleton_graph(skeletonize(piece), sp)
+    if graph is None:
         return []
-    graph = skan.Skeleton(skel, spacing=tuple(float(v) for v in sp))
     summary = skan.summarize(graph, separator="_")
     depth = edt.edt(piece, anisotropy=tuple(float(v) for v in sp))
     img = cx.image[box]

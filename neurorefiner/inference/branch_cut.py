@@ -43,16 +43,17 @@ def cut_branch(mask: np.ndarray, instruction: Instruction, prob: np.ndarray | No
     from scipy.spatial import cKDTree
     from skimage.morphology import skeletonize
 
+    from neurorefiner.topology.skeleton import skeleton_graph
+
     mask = np.asarray(mask, dtype=bool)
     if instruction.op != "remove" or instruction.end is None:
         return mask.copy(), "a cut needs 'Remove noise from <tip> to <junction>'"
     named = instruction.region(mask.shape)
     tip_cell = _grown_cell(instruction, 0, mask.shape, margin)
     junction_cell = _grown_cell(instruction, 1, mask.shape, margin)
-    skel = skeletonize(mask)
-    if skel.sum() < 3:
+    graph = skeleton_graph(skeletonize(mask))
+    if graph is None:
         return mask.copy(), "nothing to cut: no skeleton at the named place"
-    graph = skan.Skeleton(skel)
     summary = skan.summarize(graph, separator="_")
     src, dst = summary["node_id_src"].to_numpy(), summary["node_id_dst"].to_numpy()
     degree = np.bincount(np.concatenate([src, dst]))
