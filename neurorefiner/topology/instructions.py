@@ -13,7 +13,10 @@ and one parser, :func:`parse_instruction`, tolerant of what people and language 
 case, hyphens or spaces, the three words of a position in any order, missing axes (read as center),
 synonyms (upper, lower, middle, centre, posterior, back, anterior), extra words ("the", "isolated",
 "artifact/noise", "neurons located in the") and the paper's own word orders ("right-center-rear").
-What it cannot read raises :class:`InstructionParseError` with the grammar in its message.
+Where the meaning is clear it also reads the paper's free phrasings: a connection that names one
+place ("Connect the neurons located in the middle upper posterior region", the paper's Figure 2) is a
+repair there, and a repair that names two places is the connection between them. What it cannot read
+raises :class:`InstructionParseError` with the grammar in its message.
 
 This module depends only on :mod:`neurorefiner.topology.positions`, so the defect generators and the
 data modules (which sit below the agents) can build instructions through it.
@@ -264,6 +267,10 @@ def parse_instruction(text: str | Instruction) -> Instruction:
         positions = [position_from_words(g) for g in groups]
     except PositionError as exc:
         raise InstructionParseError(str(exc), text) from exc
+    if op == "connect" and len(positions) == 1:
+        op = "repair"       # "Connect the neurons located in the middle upper posterior region" (Figure 2)
+    elif op == "repair" and len(positions) == 2:
+        op = "connect"      # "Repair the break from A to B": a break with two named ends is a connection
     want = {"connect": (2,), "repair": (1,), "remove": (1, 2)}[op]
     if len(positions) not in want:
         need = " or ".join(str(n) for n in want)

@@ -61,6 +61,12 @@ def test_every_instruction_round_trips():
     ("Delete noise from top-left-front to top-right-front", PAPER_FORMS[3][1]),
     ("Repair break at top-left", Instruction("repair", "top-left-center")),  # missing depth = center
     ("Remove isolated noise at center", Instruction("remove", "center-center-center")),
+    # the paper's Figure 2 wording: a connection at one place is a repair there
+    ("Connect the neurons located in the middle upper posterior region", Instruction("repair", "top-center-rear")),
+    ("Connect neuron at top-left-rear", Instruction("repair", "top-left-rear")),
+    ("Connect the break in the middle", Instruction("repair", "center-center-center")),
+    # a repair with two named ends is the connection between them
+    ("Repair break from top-left-rear to bottom-left-front", PAPER_FORMS[0][1]),
 ])
 def test_parser_is_tolerant(text, expected):
     assert parse_instruction(text) == expected
@@ -70,8 +76,8 @@ def test_parser_is_tolerant(text, expected):
     ("", "no operation"),
     ("make it better", "no operation"),
     ("Repair break", "takes 1 position"),
-    ("Connect neuron at top-left-rear", "takes 2 position"),
-    ("Repair break from top-left-rear to bottom-left-front", "takes 1 position"),
+    ("Connect neuron from top-left-rear to bottom-left-front and center", "takes 2 position"),
+    ("Repair break at top-left-rear, bottom-left-front and center", "takes 1 position"),
     ("Remove noise at top-left-rear, bottom-left-front and center", "takes 1 or 2 position"),
     ("Remove noise and connect from top-left-rear to bottom-left-front", "more than one operation"),
     ("Repair break at top-lfet-rear", "did you mean 'left'"),
