@@ -9,6 +9,7 @@
 #   PRESETS="synthetic_zbfwb" STEPS="choose masks eval" bash experiments/standins/run.sh
 #   STEPS=visibility bash experiments/standins/run.sh                  # the realism report's visibility part
 #   STEPS=table bash experiments/standins/run.sh                       # only rebuild the table
+#   PRESETS=synthetic_cwmbs_weak STEPS=fragmentation bash experiments/standins/run.sh  # breaks along the gold path
 #   TEST_CASES=2 PRESETS=synthetic_zbfwb STEPS=eval bash ...          # score only the first 2 test volumes
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -46,6 +47,10 @@ for step in $STEPS; do
         $PY evaluate.py dataset="$p" split=test methods=[initial] segmenter=otsu protocols=[root_seeded] \
           limit="${FLOOR_CASES:-2}" progress=false out_dir="$OUT/rows/${p}_otsu"
       done ;;
+    fragmentation)
+      # how the initial masks break along the gold path, beside DIADEM's U-Net masks (what the presets are calibrated on)
+      $NR study fragmentation --dataset diadem:dev --dataset diadem:test $(for p in $PRESETS; do echo --dataset "$p:test"; done) \
+        --segmenter unet3d --out "$OUT" ;;
     table)
       $NR study standins-table --rows "$OUT/rows" --out "$OUT" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;

@@ -15,6 +15,7 @@ STUDIES: tuple[str, ...] = (
     "break_probe",
     "ceilings",
     "choose_postprocess",
+    "fragmentation",
     "gold_scope",
     "instructions",
     "metrics_validation",

@@ -1,0 +1,35 @@
+"""How initial masks break along the gold path (runs, breaks per mm, the root's piece), per dataset and
+segmenter: what the SYNTHETIC stand-ins are calibrated on against DIADEM dev (fragmentation.md, _cases.csv)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from neurorefiner.cli.common import friendly_errors, is_tty
+
+
+@friendly_errors
+def fragmentation(dataset: list[str] = typer.Option(..., "--dataset", help="dataset:split, repeatable "
+                                                    "(e.g. diadem:dev, synthetic_cwmbs_weak:test)"),
+                  segmenter: str = typer.Option("unet3d", "--segmenter", help="whose initial masks (the cache)"),
+                  out: Path = typer.Option(..., "--out", help="output folder"),
+                  limit: int | None = typer.Option(None, "--limit", help="first N cases of each split"),
+                  tol_um: float = typer.Option(2.0, "--tol-um", help="a gold point is covered within this")) -> None:
+    """Fragmentation of initial masks along the gold path."""
+    from neurorefiner.errors import InputError
+    from neurorefiner.studies.fragmentation import dataset_fragmentation, write_report
+
+    rows = []
+    for spec in dataset:
+        name, _, split = spec.partition(":")
+        if not split:
+            raise InputError(f"--dataset {spec!r}: give dataset:split, e.g. diadem:dev")
+        rows += dataset_fragmentation(name, split, segmenter, limit, tol_um, progress=is_tty())
+    typer.echo(write_report(rows, out))
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study to the ``neurorefiner study`` sub-app."""
+    app.command("fragmentation", help=__doc__)(fragmentation)
