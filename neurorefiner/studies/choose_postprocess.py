@@ -2,7 +2,9 @@
 way the DIADEM U-Net's is chosen by cross-validation: mask -> APP2 -> F1/SSD against the gold SWC, the rule of
 :func:`neurorefiner.postprocessing.choose.choose_setting` (highest mean F1, settings within 0.01 of it to the
 lower mean SSD, then the simpler setting: no gap bridging, threshold nearest 0.5). The grid: thresholds x gap
-bridging (um), keep the largest component, no dust removal.
+bridging (um) x keep every component or only the largest, no dust removal. Scored by the protocol the tables
+report (``protocol``, default ``root_seeded``: APP2 from the mask voxel nearest the gold root), so a setting
+that drops the root's piece is chosen only if it traces better from there.
 
 Writes ``<out>/<preset>_<name>_postprocess_val.{md,csv,json}``; ``record`` stores the choice in the
 checkpoint. Command: ``neurorefiner study choose-postprocess``.
@@ -23,36 +25,42 @@ BRIDGE = (0.0, 3.0)
 
 
 def summarise(rows: list[dict]) -> list[dict]:
-    """Mean PRE/REC/F1/SD/SSD per (threshold, bridge_um) over the validation volumes, best F1 first."""
+    """Mean PRE/REC/F1/SD/SSD per (threshold, bridge_um, keep_largest) over the validation volumes, best F1
+    first (rows without ``keep_largest`` count as keeping the largest, the chooser's old fixed grid)."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["threshold"], r["bridge_um"]), []).append(r)
-    summary = [{"threshold": t, "bridge_um": b, "volumes": len(rs),
+        groups.setdefault((r["threshold"], r["bridge_um"], r.get("keep_largest", 1)), []).append(r)
+    summary = [{"threshold": t, "bridge_um": b, "keep_largest": k, "volumes": len(rs),
                 **{m: float(np.mean([r[m] for r in rs])) for m in ("PRE", "REC", "F1", "SD", "SSD")}}
-               for (t, b), rs in groups.items()]
+               for (t, b, k), rs in groups.items()]
     return sorted(summary, key=lambda s: (-s["F1"], s["SSD"]))
 
 
-def markdown(name: str, dataset: str, model: Path, n_cases: int, summary: list[dict], chosen: dict) -> str:
+def markdown(name: str, dataset: str, model: Path, n_cases: int, summary: list[dict], chosen: dict,
+             protocol: str = "root_seeded") -> str:
     from neurorefiner.postprocessing.choose import TIE_F1
 
+    how = "APP2 from the mask voxel nearest the gold root" if protocol == "root_seeded" else "APP2's own root"
+    keep = "keep largest" if chosen.get("keep_largest", 1) else "keep every component"
     lines = [f"# {name} on {dataset} (SYNTHETIC): post-processing chosen on the val split", "",
-             f"Model `{model}`; {n_cases} val volumes; mask -> APP2 -> PRE/REC/F1 (tau 4 voxels), SD/SSD in "
-             "voxels, means over the volumes; keep the largest component, no dust removal. Rule: the highest mean "
-             f"F1; within {TIE_F1} the lower mean SSD, then no bridging, then the threshold nearest 0.5. The test "
-             "split is not used. Command: `neurorefiner study choose-postprocess`.", "",
-             f"**Chosen: threshold {chosen['threshold']}, gap bridging {chosen['bridge_um']:g} um, keep largest** "
+             f"Model `{model}`; {n_cases} val volumes; mask -> {how} ({protocol}) -> PRE/REC/F1 (tau 4 voxels), "
+             "SD/SSD in voxels, means over the volumes; no dust removal. Rule: the highest mean "
+             f"F1; within {TIE_F1} the lower mean SSD, then no bridging, no component filter, then the threshold "
+             "nearest 0.5. The test split is not used. Command: `neurorefiner study choose-postprocess`.", "",
+             f"**Chosen: threshold {chosen['threshold']}, gap bridging {chosen['bridge_um']:g} um, {keep}** "
              f"(F1 {chosen['F1']:.3f}, SSD {chosen['SSD']:.2f})", "",
-             "| threshold | bridge um | PRE | REC | F1 | SD | SSD |", "|---|---|---|---|---|---|---|"]
-    lines += [f"| {s['threshold']} | {s['bridge_um']:g} | {s['PRE']:.3f} | {s['REC']:.3f} | {s['F1']:.3f} | "
-              f"{s['SD']:.2f} | {s['SSD']:.2f} |" for s in summary]
+             "| threshold | bridge um | keep largest | PRE | REC | F1 | SD | SSD |", "|---" * 8 + "|"]
+    lines += [f"| {s['threshold']} | {s['bridge_um']:g} | {s.get('keep_largest', 1)} | {s['PRE']:.3f} | "
+              f"{s['REC']:.3f} | {s['F1']:.3f} | {s['SD']:.2f} | {s['SSD']:.2f} |" for s in summary]
     return "\n".join(lines) + "\n"
 
 
 def choose_postprocess(dataset: str, arch: str, model: Path, out: Path, name: str | None = None,
                        thresholds: tuple[float, ...] = THRESHOLDS, bridge: tuple[float, ...] = BRIDGE,
-                       threads: int = 1, record: bool = False, progress: bool = False) -> str:
-    """Score the grid on every val volume, choose, write the three files; returns the markdown."""
+                       threads: int = 1, record: bool = False, progress: bool = False,
+                       protocol: str = "root_seeded", keep: tuple[int, ...] = (0, 1), limit: int | None = None) -> str:
+    """Score the grid on every val volume (the first ``limit``), choose, write the three files; returns the
+    markdown."""
     import torch
     from tqdm import tqdm
 
@@ -63,22 +71,26 @@ def choose_postprocess(dataset: str, arch: str, model: Path, out: Path, name: st
     from neurorefiner.postprocessing.masks import PostProcess
     from neurorefiner.studies.segmenter_rows import dataset_cases
 
-    if not thresholds or not bridge:
-        raise InputError("give at least one threshold and one gap-bridging distance")
+    if not thresholds or not bridge or not keep:
+        raise InputError("give at least one threshold, one gap-bridging distance and one keep-largest value")
+    if protocol not in ("root_seeded", "full_volume"):
+        raise InputError(f"protocol must be root_seeded or full_volume, got {protocol!r}")
     if not Path(model).exists():
         raise InputError("checkpoint not found", Path(model))
     torch.set_num_threads(threads)
-    cases = dataset_cases(dataset, "val")
+    cases = dataset_cases(dataset, "val")[: limit or None]
     if not cases or not cases[0].info.get("synthetic"):
         raise InputError(f"{dataset}: this chooser is for the synthetic presets' val splits")
     seg = load_segmenter(model, expected_arch=arch)
-    grid = settings_grid(thresholds, (0,), (1,), bridge)
+    grid = settings_grid(thresholds, (0,), keep, bridge)
     rows = []
     for case in tqdm(cases, desc=f"{arch} on {dataset} val", unit="volume", disable=not progress):
         _, probs = segment_array(seg, case.image().load(), source=str(case.image_path), post=PostProcess(0.5),
                                  spacing=case.spacing)
-        for post, s in score_settings(probs, case.gold(), case.spacing, grid):
-            rows.append({"case": case.name, "threshold": post.threshold, "bridge_um": post.bridge_um, **s})
+        for post, s in score_settings(probs, case.gold(), case.spacing, grid,
+                                      root_seeded=protocol == "root_seeded"):
+            rows.append({"case": case.name, "threshold": post.threshold, "bridge_um": post.bridge_um,
+                         "keep_largest": post.keep_largest, **s})
     summary = summarise(rows)
     chosen = choose_setting(summary)
     name = name or arch
@@ -88,9 +100,9 @@ def choose_postprocess(dataset: str, arch: str, model: Path, out: Path, name: st
         w = csv.DictWriter(fh, list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    text = markdown(name, dataset, model, len(cases), summary, chosen)
+    text = markdown(name, dataset, model, len(cases), summary, chosen, protocol)
     write_text_atomic(stem.with_suffix(".md"), text)
-    post = PostProcess(chosen["threshold"], 0, 1, chosen["bridge_um"])
+    post = PostProcess(chosen["threshold"], 0, int(chosen["keep_largest"]), chosen["bridge_um"])
     write_text_atomic(stem.with_suffix(".json"), json.dumps(post.as_dict(), indent=1) + "\n")
     if record:
         md = stem.with_suffix(".md").resolve()

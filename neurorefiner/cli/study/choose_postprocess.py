@@ -24,13 +24,19 @@ def choose_postprocess(
         bridge: list[float] | None = typer.Option(None, "--bridge", help="a gap-bridging distance in um "
                                                   "(repeatable; default 0 3)"),
         threads: int = typer.Option(1, "--threads", help="torch CPU threads"),
+        protocol: str = typer.Option("root_seeded", "--protocol", help="how the tables trace: root_seeded (APP2 "
+                                     "from the mask voxel nearest the gold root) or full_volume"),
+        keep: list[int] | None = typer.Option(None, "--keep", help="keep-largest values of the grid (repeatable; "
+                                              "default 0 1; 0 keeps every component)"),
+        limit: int | None = typer.Option(None, "--limit", help="only the first N val volumes"),
         record: bool = typer.Option(False, "--record", help="store the choice in the checkpoint")) -> None:
     """Choose post-processing on a preset's val split."""
     from neurorefiner.studies.choose_postprocess import BRIDGE, THRESHOLDS
     from neurorefiner.studies.choose_postprocess import choose_postprocess as run
 
     typer.echo(run(dataset, arch, model, out, name=name, thresholds=tuple(threshold or THRESHOLDS),
-                   bridge=tuple(bridge or BRIDGE), threads=threads, record=record, progress=is_tty()))
+                   bridge=tuple(bridge or BRIDGE), threads=threads, record=record, progress=is_tty(),
+                   protocol=protocol, keep=tuple(keep if keep is not None else (0, 1)), limit=limit))
 
 
 def register(app: typer.Typer) -> None:
