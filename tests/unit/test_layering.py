@@ -1,12 +1,12 @@
 """The package's import direction, one way only: leaves (io, topology, synth, defects, tracing, metrics) <
 data < models < postprocessing < baselines < training, inference < agents < evaluation (the protocol) <
-studies (one-off measurements) < cli and the entry points. A module imports from its own stage or from
-stages below it, never from above, and the modules form no import circle. The rule keeps each stage usable
-without the ones above it (the protocol without the studies, inference without evaluation). Read
-statically (ast), so it costs no imports and catches lazy imports inside functions too. There is no
-whitelist: a module that needs something from above is in the wrong stage. The design page states the same
-order, but it lives beside the checkout (../shared/DESIGN.md), not in this repository: this docstring and
-STAGES below are the rule as the repository holds it."""
+review (a person settles a run) < studies (one-off measurements) < cli and the entry points. A module
+imports from its own stage or from stages below it, never from above, and the modules form no import
+circle. The rule keeps each stage usable without the ones above it (the protocol without the studies,
+inference without evaluation). Read statically (ast), so it costs no imports and catches lazy imports
+inside functions too. There is no whitelist: a module that needs something from above is in the wrong
+stage. The design page states the same order, but it lives beside the checkout (../shared/DESIGN.md), not
+in this repository: this docstring and STAGES below are the rule as the repository holds it."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ STAGES: list[set[str]] = [
     {"training", "inference"},
     {"agents", "refinement_entry"},
     {"evaluation"},
+    {"review"},
     {"studies"},
     {"cli"},
 ]
