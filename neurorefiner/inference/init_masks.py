@@ -133,7 +133,10 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
     for case in tqdm(cases, desc=f"M_init {dataset}/{segmenter}", unit="vol", disable=not progress):
         path = out / f"{case.name}.tif"
         paths.append(path)
-        if case.name in done and path.exists():
+        image_sha = file_sha256(Path(case.image_path)) if case.image_path and Path(case.image_path).exists() else None
+        # the same case name may hold another image (a regenerated synthetic preset, another dataset seed): a mask
+        # is reused only for the image it was made from (entries from before this check carry no hash)
+        if case.name in done and path.exists() and done[case.name].get("image_sha256", image_sha) == image_sha:
             continue
         vol = case.image()
         start = time.perf_counter()
@@ -154,7 +157,7 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
             mask = postprocess_mask(probs, post, voxel)
         write_volume(path, mask, spacing=vol.spacing)
         done[case.name] = {"file": path.name, "split": case.split, "seconds": round(time.perf_counter() - start, 2),
-                           "foreground": int(mask.sum()), "shape": list(mask.shape)}
+                           "foreground": int(mask.sum()), "shape": list(mask.shape), "image_sha256": image_sha}
         _record_cases(manifest_path, header, {case.name: done[case.name]})
     if not manifest_path.exists():
         _record_cases(manifest_path, header, {})

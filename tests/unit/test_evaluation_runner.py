@@ -196,3 +196,22 @@ def test_the_segmenters_checkpoint_is_in_the_key_of_methods_that_start_from_it(t
     shipped = Path(__file__).resolve().parents[2] / "checkpoints" / "segmenters" / "unet3d_diadem_cpu.pt"
     assert shipped in method_checkpoints(method_node(cfg, "initial"), "unet3d", "diadem")
     assert shipped not in method_checkpoints(method_node(cfg, "gold_mask"), "unet3d", "diadem")
+
+
+def test_an_initial_mask_is_remade_when_its_case_holds_another_image(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same case name under another dataset seed (fresh volumes of a preset) or a regenerated preset holds
+    another image: the cached mask of the old image was reused, so a fresh-volume evaluation scored old masks."""
+    from neurorefiner.baselines.naive import otsu_mask
+    from neurorefiner.data import get_dataset
+    from neurorefiner.inference import init_masks
+    from neurorefiner.io.stacks import read_mask
+
+    monkeypatch.setattr(init_masks, "cache_dir", lambda: tmp_path / "cache")
+    out = tmp_path / "masks"
+    for seed in (0, 1):
+        kwargs = {"root": str(tmp_path / "synth"), "n_train": 0, "n_val": 0, "n_test": 1, "seed": seed}
+        (path,) = init_masks.write_init_masks("tiny", init_masks.NAIVE, split="test", out_dir=out, progress=False,
+                                              dataset_kwargs=kwargs)
+        (case,) = get_dataset("tiny", **kwargs).cases("test")
+        assert np.array_equal(read_mask(path).load() > 0, otsu_mask(case.image().load()))
