@@ -13,6 +13,7 @@ from neurorefiner.cli import (
     init_masks,
     inspect,
     refiner_card,
+    review,
     score,
     segment,
     study,
@@ -39,6 +40,7 @@ app.command("edit", help=edit.__doc__)(edit.edit)
 app.command("inspect", help=inspect.__doc__)(inspect.inspect)
 app.command("refiner-card", help=refiner_card.__doc__)(refiner_card.refiner_card)
 app.command("train-judge", help=train_judge.__doc__)(train_judge.train_judge)
+app.command("review", help=review.__doc__)(review.review)
 app.add_typer(study.app, name="study", help=study.app.info.help)
 
 
