@@ -1,4 +1,5 @@
-"""What ``refine.py`` calls: check the output folder and the two inputs, then refine with the agents' loop.
+"""What ``refine.py`` calls: check the output folder and the two inputs, then refine with the agents' loop on the
+chosen executor (``executor=local``, in memory, the default; ``executor=dask``, tile by tile over OME-Zarr).
 
 The output folder is checked first, before anything is loaded, so a bad ``out=`` costs no work: like a
 bad input it ends the run with one line on stderr and exit code 2 (:func:`exit_on_user_error`).
@@ -25,14 +26,19 @@ def run(cfg: DictConfig) -> dict:
         except UnicodeEncodeError:
             raise InputError(f"{key}= is not valid UTF-8 (the trace and the report record it); rename the file",
                              printable(cfg[key])) from None
+    engine = cfg.get("executor")
+    if engine is not None and engine.get("_target_"):  # executor=dask: tiles over OME-Zarr, nothing read here
+        from hydra.utils import instantiate
+
+        return instantiate(engine).refine(cfg)
     image = read_volume(cfg.image)
     mask = read_mask(cfg.mask)
     check_same_shape(image, mask)
+    from neurorefiner.agents.roles import RoleError
     from neurorefiner.agents.run import refine_volume
-    from neurorefiner.agents.vlm.client import AgentServerError
 
     try:
         return refine_volume(image, mask, cfg)
-    except AgentServerError as exc:
+    except RoleError as exc:  # a model server down, or a model with nothing readable to say: one line, exit 2
         print(f"error: {exc}", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(2)

@@ -40,8 +40,11 @@ from neurorefiner.agents.roles import (
     GlobalView,
     Inspection,
     Inspector,
+    RoleError,
     Step,
+    UnreadableAdvice,
     Validator,
+    Verdict,
 )
 from neurorefiner.agents.trace import array_hash, decode_mask, encode_mask
 from neurorefiner.topology.blocks import Block, Slices, expand, grid_blocks, slices_from_list, slices_to_list
@@ -151,6 +154,21 @@ def _decision(step: Step | None, rnd: int, block: int | None, role: str, info: C
     return rec
 
 
+def _guarded(emit: Emit, step: Step | None, rnd: int, block: int | None, role: str, input_hash: str | None,
+             call: Callable[..., Any], *args: Any) -> Any:
+    """``call(*args)``; a role that cannot decide (:class:`RoleError`) first leaves what it asked and was
+    answered in the trace (a ``failed_call`` record, which readers of decisions skip), then the error
+    goes on to end the run in one line."""
+    try:
+        return call(*args)
+    except RoleError as exc:
+        if exc.info is not None:
+            emit({"type": "failed_call", "round": rnd, "block": block, "role": role, "input_hash": input_hash,
+                  "defect": None if step is None else step.defect,
+                  "attempt": None if step is None else step.attempt, **exc.info.as_dict(), "error": str(exc)})
+        raise
+
+
 def refine_block(ctx: BlockContext, flag: Flag, defects: list[tuple[int, Defect]], agents: Agents, editor: Editor,
                  t_max: int, validate: bool = True, emit: Emit | None = None, input_hash: str | None = None
                  ) -> BlockOutcome:
@@ -166,7 +184,19 @@ def refine_block(ctx: BlockContext, flag: Flag, defects: list[tuple[int, Defect]
                   "attempts": 0, "reason": ""}
         for k in range(t_max):
             step = Step(ctx.round, ctx.block.id, index, k)
-            advice: Advice | None = agents.advisor.advise(ctx, flag, defect, step, history)
+            try:
+                advice: Advice | None = _guarded(emit, step, ctx.round, ctx.block.id, "advisor", input_hash,
+                                                 agents.advisor.advise, ctx, flag, defect, step, history)
+            except UnreadableAdvice as exc:
+                # an answer outside the grammar is a failed try: kept verbatim, counted, asked again with feedback
+                seconds["advisor"] += exc.info.seconds
+                emit(_decision(step, ctx.round, ctx.block.id, "advisor", exc.info, None, input_hash,
+                               defect_kind=defect.kind, unreadable=exc.why))
+                verdict = Verdict(False, f"the advisor's answer was not an instruction ({exc.why})", exc.info)
+                history.append(Attempt(step, None, verdict))
+                status["attempts"] = k + 1
+                status["reason"] = verdict.reason
+                continue
             info = advice.info if advice is not None else CallInfo(getattr(agents.advisor, "name", "advisor"))
             seconds["advisor"] += info.seconds
             emit(_decision(step, ctx.round, ctx.block.id, "advisor", info,
@@ -188,7 +218,8 @@ def refine_block(ctx: BlockContext, flag: Flag, defects: list[tuple[int, Defect]
                                slice(s.start + o, s.stop + o) for s, o in zip(advice.frame.window, ctx.origin))),
                            before=encode_mask(before), after=encode_mask(after)))
             if validate:
-                verdict = agents.validator.validate(ctx, flag, defect, advice, before, after, step)
+                verdict = _guarded(emit, step, ctx.round, ctx.block.id, "validator", input_hash,
+                                   agents.validator.validate, ctx, flag, defect, advice, before, after, step)
             else:
                 verdict = keep_everything("kept without validation (ablation)")
             seconds["validator"] += verdict.info.seconds
@@ -312,7 +343,7 @@ def run_loop(image: np.ndarray, mask: np.ndarray, agents: Agents, editor: Editor
                 inspection = _generic_inspection(blocks, s)
             else:
                 view = GlobalView(t, image, current, blocks, spacing, s.inspector_inputs)
-                inspection = agents.inspector.inspect(view)
+                inspection = _guarded(emit, None, t, None, "inspector", mask_hash, agents.inspector.inspect, view)
             seconds["inspector"] += inspection.info.seconds
             emit(_decision(None, t, None, "inspector", inspection.info, inspection.as_dict(), mask_hash))
         chosen, waiting = _select(inspection, set() if s.retry_failed else given_up,

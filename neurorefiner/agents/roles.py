@@ -27,7 +27,13 @@ KINDS: tuple[str, ...] = ("FN", "FP")
 
 @dataclass
 class CallInfo:
-    """How a decision was made: for the trace (backend, prompt, raw answer, cost) and the report."""
+    """How a decision was made: for the trace (backend, prompt, raw answer, cost) and the report.
+
+    ``requests`` (model-backed roles only) holds every request of the call as it was sent, with its answer
+    verbatim: ``{"prompt": str, "images": [PNG bytes], "answer": str, ...}``. The trace writer stores the
+    prompt and the pictures once by content hash beside the trace and keeps only their file names in the
+    line (:class:`~neurorefiner.agents.trace.TraceWriter`), so a person can see what the model saw and a run
+    can be asked again of another model. Traces without it (older runs, other backends) read the same."""
 
     backend: str
     prompt_id: str | None = None
@@ -35,10 +41,36 @@ class CallInfo:
     seconds: float = 0.0
     tokens: dict | None = None
     notes: list[str] = field(default_factory=list)
+    requests: list[dict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {"backend": self.backend, "prompt_id": self.prompt_id, "raw": self.raw,
-                "seconds": round(self.seconds, 4), "tokens": self.tokens, "notes": list(self.notes)}
+        out = {"backend": self.backend, "prompt_id": self.prompt_id, "raw": self.raw,
+               "seconds": round(self.seconds, 4), "tokens": self.tokens, "notes": list(self.notes)}
+        if self.requests:
+            out["requests"] = [dict(r) for r in self.requests]
+        return out
+
+
+class RoleError(RuntimeError):
+    """A role could not decide (its model server failed, or answered nothing readable even when asked
+    again). ``info`` carries what was asked and answered, so the loop can write it to the trace before
+    the run stops or a fallback role answers instead."""
+
+    def __init__(self, message: str, info: CallInfo | None = None) -> None:
+        super().__init__(message)
+        self.info = info
+
+
+class UnreadableAdvice(Exception):
+    """The Advisor answered, but not with an instruction of the grammar: one failed try. The loop keeps
+    the answer (``info.raw``) in the trace, counts the try and asks again; the next call's ``history``
+    holds it (an :class:`Attempt` without advice whose verdict carries this ``info``), so the Advisor can
+    quote it back with the grammar."""
+
+    def __init__(self, why: str, info: CallInfo) -> None:
+        super().__init__(why)
+        self.why = why
+        self.info = info
 
 
 @dataclass(frozen=True)
@@ -129,13 +161,18 @@ class Advice:
     frame: EditFrame
     info: CallInfo
     reason: str = ""
+    said: str | None = None         # the instruction in the frame the advisor saw (a VLM: the whole block)
 
     def as_dict(self) -> dict:
-        return {"instruction": self.instruction.format(), "frame": self.frame.as_dict(), "reason": self.reason}
+        out = {"instruction": self.instruction.format(), "frame": self.frame.as_dict(), "reason": self.reason}
+        if self.said is not None:
+            out["said"] = self.said
+        return out
 
     @classmethod
     def from_dict(cls, d: dict, info: CallInfo) -> Advice:
-        return cls(parse_instruction(d["instruction"]), EditFrame.from_dict(d["frame"]), info, d.get("reason", ""))
+        return cls(parse_instruction(d["instruction"]), EditFrame.from_dict(d["frame"]), info, d.get("reason", ""),
+                   d.get("said"))
 
 
 @dataclass

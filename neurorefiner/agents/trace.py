@@ -7,6 +7,12 @@ rebuild the result (resume), to re-run the decisions (replay) and to draw the re
 
 Nothing secret is ever written: :func:`redact` removes any config key that names a key, token,
 secret or password before the run's header is written.
+
+What a model was asked travels with its decision (``requests``: the rendered prompt, the pictures and the
+answer verbatim). Prompts and pictures are large and repeat (the same overview every try), so the writer
+stores each once, named by its content hash, in a ``requests/`` folder beside the trace, and the line keeps
+the file names (relative to the trace's folder); :func:`load_requests` reads them back, e.g. to ask the same
+questions of another model (:mod:`neurorefiner.agents.vlm.audit`).
 """
 
 from __future__ import annotations
@@ -60,6 +66,8 @@ def redact(obj: Any) -> Any:
 
 
 def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, (bytes, bytearray)):  # a picture that reached a writer without a requests folder
+        return "sha256:" + hashlib.sha256(bytes(obj)).hexdigest()
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, np.ndarray):
@@ -71,20 +79,50 @@ def _jsonable(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-class TraceWriter:
-    """Appends records to a JSONL file; safe to share between the threads of one run."""
+REQUESTS_DIR = "requests"
 
-    def __init__(self, path: str | Path, secrets: Iterable[str] = ()) -> None:
+
+class TraceWriter:
+    """Appends records to a JSONL file; safe to share between the threads of one run. Prompts and pictures
+    of ``requests`` go to ``requests_dir`` (default ``requests/`` beside the trace), once per content."""
+
+    def __init__(self, path: str | Path, secrets: Iterable[str] = (), requests_dir: str | Path | None = None) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.requests_dir = Path(requests_dir) if requests_dir is not None else self.path.parent / REQUESTS_DIR
         self._lock = threading.Lock()
         self._secrets = [s for s in secrets if s]
         self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
 
+    def _redacted(self, text: str) -> str:
+        for s in self._secrets:
+            text = text.replace(s, "<redacted>")
+        return text
+
+    def store(self, data: bytes, suffix: str) -> str:
+        """Keep ``data`` once under its content hash; its path relative to the trace's folder."""
+        name = hashlib.sha256(data).hexdigest()[:32] + suffix
+        target = self.requests_dir / name
+        if not target.exists():
+            self.requests_dir.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+        return os.path.relpath(target, self.path.parent)
+
+    def _externalise(self, request: Mapping[str, Any]) -> dict:
+        out = dict(request)
+        if isinstance(out.get("prompt"), str):
+            out["prompt"] = self.store(self._redacted(out["prompt"]).encode("utf-8"), ".txt")
+        out["images"] = [self.store(bytes(im), ".png") if isinstance(im, (bytes, bytearray)) else im
+                         for im in out.get("images", [])]
+        return out
+
     def write(self, record: Mapping[str, Any]) -> None:
-        line = json.dumps(record, default=_jsonable, separators=(",", ":"))
-        for s in self._secrets:  # belt and braces: a key echoed back by a server never reaches the file
-            line = line.replace(s, "<redacted>")
+        if record.get("requests"):
+            record = {**record, "requests": [self._externalise(r) for r in record["requests"]]}
+        line = self._redacted(json.dumps(record, default=_jsonable, separators=(",", ":")))
+        # (belt and braces: a key echoed back by a server never reaches the file)
         with self._lock:
             self._fh.write(line + "\n")
             self._fh.flush()
@@ -125,3 +163,20 @@ def read_trace(path: str | Path, repair: bool = True) -> list[dict]:
         with open(p, "r+b") as fh:
             fh.truncate(good_end)
     return records
+
+
+def load_requests(trace_path: str | Path, record: Mapping[str, Any]) -> list[dict]:
+    """The requests of one trace record as they were sent: ``{"prompt": str, "images": [PNG bytes], ...}``
+    (the files named in the line, read from beside the trace). A missing file is an error naming it."""
+    base = Path(trace_path).parent
+    out = []
+    for r in record.get("requests") or []:
+        r = dict(r)
+        try:
+            r["prompt"] = (base / r["prompt"]).read_text(encoding="utf-8")
+            r["images"] = [(base / name).read_bytes() for name in r.get("images", [])]
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"{trace_path}: a request file named in the trace is missing: {exc.filename}"
+                                    ) from None
+        out.append(r)
+    return out

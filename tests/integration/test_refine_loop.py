@@ -168,6 +168,6 @@ def test_server_down_without_fallback_is_a_clear_error(tmp_path: Path) -> None:
     image, mask = synthetic(tmp_path)
     out = refine([f"image={image}", f"mask={mask}", f"out={tmp_path / 'o'}", "agent=vlm",
                   "agent.base_url=http://127.0.0.1:9/v1", "agent.client.max_retries=0"], tmp_path)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "did not answer" in out.stderr and "resume" in out.stderr and "Traceback" not in out.stderr
     assert (tmp_path / "o" / "trace.jsonl").exists()

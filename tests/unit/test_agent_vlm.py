@@ -191,10 +191,14 @@ def test_advisor_instruction_is_moved_into_the_editor_frame(server) -> None:
     assert len(server.requests[0]["messages"][0]["content"]) == 5     # four pictures and the text
 
 
-def test_advisor_outside_the_grammar_gives_up_with_a_note(server) -> None:
+def test_advisor_outside_the_grammar_is_a_failed_try_that_keeps_the_answer(server) -> None:
+    from neurorefiner.agents.roles import UnreadableAdvice
+
     server.script = [("json", '{"instruction": "make it nicer"}')]
-    assert VLMAdvisor(client(server.url)).advise(block_context(), Flag(0, "FN"), Defect("FN"),
-                                                 Step(0, 0, 0, 0), []) is None
+    with pytest.raises(UnreadableAdvice) as err:
+        VLMAdvisor(client(server.url)).advise(block_context(), Flag(0, "FN"), Defect("FN"), Step(0, 0, 0, 0), [])
+    assert err.value.info.raw == '{"instruction": "make it nicer"}'      # verbatim, for the trace
+    assert "outside the grammar" in err.value.why
 
 
 @pytest.mark.parametrize("answer,accept", [('{"decision": "ACCEPT", "reason": "joined"}', True),

@@ -28,8 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from neurorefiner.agents.roles import RoleError
 
-class AgentServerError(RuntimeError):
+
+class AgentServerError(RoleError):
     """The model server could not answer (down, timing out, refusing); the run can be resumed."""
 
 
