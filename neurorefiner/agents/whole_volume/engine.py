@@ -1,0 +1,287 @@
+"""``refine.py executor=dask``: the driver. Opens the OME-Zarr inputs lazily, starts (or joins) a Dask cluster,
+maps :func:`~neurorefiner.agents.whole_volume.task.refine_tile` over the tiles not yet committed, records each
+committed tile in ``out/trace.jsonl``, then builds the output's pyramid and moves the outputs into ``out``.
+
+Why Dask distributed and no scheduler of our own: the tasks are independent (one per tile, each a pure
+function of its files), which is exactly what ``Client.map`` and ``as_completed`` schedule, retry and show on
+the dashboard, on a laptop (``LocalCluster``) or on a lab's cluster (``executor.address``, e.g. a
+``dask-jobqueue`` ``SLURMCluster``; docs/whole_volume.md). The only global steps are chunked Dask reductions:
+the image's min and max (the normalisation ``executor=local`` uses), the mask's values (binary?) and z-MIPs for
+an overview picture; none holds a volume in memory.
+
+The output folder: ``refined_mask.ome.zarr`` (NGFF 0.4 pyramid, uint8 0/255), ``skeletons/tile_XXXXX.swc``
+(kimimaro, per tile), ``overview.png``, ``trace.jsonl`` (run header, one ``tile_done`` per committed tile, the
+summary) and ``traces/tile_XXXXX.jsonl`` (each tile's loop trace, as ``executor=local`` writes one). Until the
+run ends the store and the skeletons live in ``out/.work``; they are moved in together at the end, so ``out``
+never shows a half-written mask. A killed run resumes from ``.work`` and the trace: committed tiles are not
+redone, a tile killed half way resumes from its own trace.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neurorefiner.agents.build import build_loop, plain
+from neurorefiner.agents.output_lock import OutputLock, check_output_dir
+from neurorefiner.agents.trace import TRACE_VERSION, TraceWriter, read_trace
+from neurorefiner.agents.whole_volume.task import TileJob, refine_tile
+from neurorefiner.agents.whole_volume.tiles import check_plan, plan_tiles
+from neurorefiner.errors import InputError
+from neurorefiner.io.atomic import atomic_path
+from neurorefiner.io.ome_zarr import ZarrSource, create_mask_store, finish_pyramid, is_zarr_path, open_ome_zarr
+
+TRACE = "trace.jsonl"
+WORK = ".work"
+STORE = "refined_mask.ome.zarr"
+OUTPUTS = (STORE, "skeletons", "overview.png")
+#: everything a run of either executor writes in ``out`` (another run's are refused unless overwrite=true)
+RUN_FILES = (*OUTPUTS, TRACE, "traces", "refined_mask.tif", "refined_mask.swc", "report.html")
+MATCH_KEYS = ("version", "engine", "image", "mask", "spacing", "settings", "agent", "editor", "plan")
+
+
+def open_input(path: Any, key: str) -> tuple[ZarrSource, tuple[float, float, float]]:
+    """An OME-Zarr input of ``executor=dask``; anything else is refused with the way out."""
+    if not is_zarr_path(path):
+        raise InputError(f"executor=dask reads OME-Zarr ({key}= must end in .ome.zarr or .zarr); refine a TIFF "
+                         "that fits in memory with executor=local, or convert it (docs/whole_volume.md)", path)
+    return open_ome_zarr(path)
+
+
+@dataclass
+class DaskExecutor:
+    """Refine a volume tile by tile on Dask (``conf/executor/dask.yaml`` documents every field)."""
+
+    name: str = "dask"
+    address: str | None = None
+    n_workers: int = 2
+    threads_per_worker: int = 1
+    memory_limit: str | int = "auto"
+    dashboard_address: str | None = ":8787"
+    tile: Sequence[int] = (256, 512, 512)
+    halo: Sequence[int] = (32, 128, 128)
+    chunks: Sequence[int] = (64, 256, 256)
+    skeletons: bool = True
+    overview: bool = True
+    pyramid_min_side: int = 256
+
+    # ------------------------------------------------------------------------------------------ the run
+    def refine(self, cfg: Any) -> dict:
+        """What ``refine.py executor=dask`` calls; returns the run's summary (also printed)."""
+        from neurorefiner.agents.run import loop_settings
+
+        out = check_output_dir(str(cfg.out))
+        image, image_spacing = open_input(cfg.image, "image")
+        mask, _ = open_input(cfg.mask, "mask")
+        if image.shape != mask.shape:
+            raise InputError(f"mask shape {mask.shape} differs from image shape {image.shape} ({cfg.image})",
+                             cfg.mask)
+        spacing = tuple(float(v) for v in cfg.spacing) if cfg.get("spacing") else image_spacing
+        settings = loop_settings(cfg)
+        tile, halo, chunks = check_plan(self.tile, self.halo, self.chunks, settings.block_size, settings.block_depth)
+        tiles = plan_tiles(image.shape, tile, halo)
+        inputs = {"image": str(cfg.image), "mask": str(cfg.mask)}
+        with OutputLock(out, inputs):
+            client, cluster = self._client()
+            try:
+                return self._run(cfg, client, out, image, mask, spacing, tiles, (tile, halo, chunks), inputs)
+            except TileFailure as exc:  # a worker's traceback is noise here: one line, exit 1, resumable
+                print(f"error: {exc}", file=sys.stderr)
+                sys.exit(1)
+            finally:
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+
+    def _run(self, cfg: Any, client: Any, out: Path, image: ZarrSource, mask: ZarrSource, spacing: tuple,
+             tiles: list, plan: tuple, inputs: dict) -> dict:
+        from distributed import as_completed
+        from tqdm import tqdm
+
+        loop = build_loop(cfg.agent, cfg.get("loop"), cfg.get("editor"), int(cfg.t_max))
+        t0 = time.perf_counter()
+        stats = self._stats(image, mask)
+        if not stats["binary"]:
+            raise InputError(f"mask is not binary: found {stats['mask_values']} distinct values; pass a 0/1 or "
+                             "0/255 mask", cfg.mask)
+        if not stats["finite"]:
+            raise InputError("the image holds NaN/inf voxels; clean or clip it first", cfg.image)
+        header = {"type": "run", "version": TRACE_VERSION, "engine": "dask",
+                  "image": {"path": image.path, "shape": list(image.shape), "dtype": image.dtype,
+                            "min": stats["lo"], "max": stats["hi"], "sum": stats["image_sum"]},
+                  "mask": {"path": mask.path, "shape": list(mask.shape), "foreground": stats["foreground"]},
+                  "spacing": list(spacing), "settings": loop.settings.as_dict(), "agent": loop.description["agent"],
+                  "editor": loop.description["editor"],
+                  "plan": {"tile": list(plan[0]), "halo": list(plan[1]), "chunks": list(plan[2])}}
+        done, finished = self._claim(out, header, bool(cfg.get("resume", True)), bool(cfg.get("overwrite", False)))
+        if finished is not None:
+            print(f"already refined: {out / STORE} (the trace's run is finished); nothing to do", file=sys.stderr)
+            return finished
+        work = out / WORK
+        (work / "skeletons").mkdir(parents=True, exist_ok=True)
+        (out / "traces").mkdir(exist_ok=True)
+        level0 = create_mask_store(work / STORE, image.shape, plan[2])
+        jobs = [TileJob(t, image, mask, level0, (stats["lo"], stats["hi"]), spacing, plain(cfg.agent),
+                        plain(cfg.get("loop")), plain(cfg.get("editor")), int(cfg.t_max), str(out / "traces"),
+                        str(work / "skeletons") if self.skeletons else None, int(self.threads_per_worker), inputs)
+                for t in tiles if t.id not in done]
+        print(f"{len(tiles)} tile(s) of {list(plan[0])} voxels (halo {list(plan[1])}), {len(done)} already "
+              f"committed; {len(jobs)} to refine", file=sys.stderr)
+        summaries: list[dict] = [r["summary"] for r in read_trace(out / TRACE) if r.get("type") == "tile_done"
+                                 and r.get("tile") in done]
+        with TraceWriter(out / TRACE, loop.secrets) as trace:
+            trace.write({**header, "resumed": bool(done), "inputs": inputs, "tiles": len(tiles)})
+            bar = tqdm(total=len(tiles), initial=len(done), unit="tile", desc="refine",
+                       disable=not bool(cfg.get("progress", True)), file=sys.stderr)
+            futures = client.map(refine_tile, jobs, key=[f"refine-tile-{j.tile.id}-{id(jobs)}" for j in jobs],
+                                 pure=False, retries=0)
+            failed: list[str] = []
+            for fut in as_completed(futures):
+                try:
+                    summary = fut.result()
+                except Exception as exc:  # noqa: BLE001 - a tile's error is reported, the others finish
+                    failed.append(f"{type(exc).__name__}: {exc}")
+                    continue
+                trace.write({"type": "tile_done", "tile": summary["tile"], "summary": summary})
+                summaries.append(summary)
+                bar.update()
+                bar.set_postfix(accepted=sum(s.get("accepted", 0) for s in summaries))
+            bar.close()
+            if failed:
+                raise TileFailure(f"{len(failed)} tile(s) failed (committed tiles are kept; run again to resume): "
+                                  f"{failed[0]}")
+            levels = finish_pyramid(work / STORE, spacing, self.pyramid_min_side)
+            if self.overview:
+                self._overview(work, stats, work / STORE)
+            for name in OUTPUTS:
+                if (work / name).exists():
+                    shutil.rmtree(out / name, ignore_errors=True)
+                    (work / name).replace(out / name)
+            shutil.rmtree(work, ignore_errors=True)
+            summary = self._summary(cfg, image, summaries, levels, time.perf_counter() - t0, out)
+            trace.write({"type": "done", "summary": summary})
+        print(f"refined {cfg.mask}: {len(tiles)} tile(s), {summary['accepted']} edit(s) accepted, "
+              f"{summary['rejected']} rejected, {summary['escalated']} escalated; {summary['seconds']:.1f} s -> "
+              f"{out / STORE}")
+        return summary
+
+    # ------------------------------------------------------------------------------------------ pieces
+    def _client(self) -> tuple[Any, Any]:
+        """A client of the cluster at ``address``, else of a new ``LocalCluster`` (its dashboard link printed)."""
+        from distributed import Client, LocalCluster
+
+        if self.address:
+            try:
+                client = Client(self.address, timeout="30s")
+            except OSError as exc:
+                raise InputError(f"no Dask scheduler answers at executor.address={self.address} ({exc})") from None
+            cluster = None
+        else:
+            cluster = LocalCluster(n_workers=int(self.n_workers), threads_per_worker=int(self.threads_per_worker),
+                                   memory_limit=self.memory_limit, dashboard_address=self.dashboard_address,
+                                   processes=True)
+            client = Client(cluster)
+        link = client.dashboard_link if self.dashboard_address or self.address else "(dashboard off)"
+        print(f"Dask dashboard: {link}", file=sys.stderr, flush=True)
+        return client, cluster
+
+    def _stats(self, image: ZarrSource, mask: ZarrSource) -> dict:
+        """One chunked pass over both inputs: the image's min, max, sum and finiteness, the mask's distinct
+        values and foreground, and (for the overview) both z-MIPs pooled to at most 1024 pixels a side."""
+        import dask
+        import dask.array as da
+
+        img, msk = image.as_dask(), mask.as_dask()
+        todo: dict[str, Any] = {"lo": img.min(), "hi": img.max(), "image_sum": img.sum(dtype=np.float64),
+                                "values": da.unique(msk), "foreground": (msk != 0).sum()}
+        todo["finite"] = da.isfinite(img).all() if np.issubdtype(img.dtype, np.floating) else True
+        if self.overview:
+            todo["image_mip"] = _pooled_mip(img)
+            todo["mask_mip"] = _pooled_mip(msk != 0)
+        got = dict(zip(todo, dask.compute(*todo.values())))
+        values = np.asarray(got.pop("values"))
+        got.update(lo=float(got["lo"]), hi=float(got["hi"]), image_sum=float(got["image_sum"]),
+                   foreground=int(got["foreground"]), finite=bool(got["finite"]), mask_values=len(values),
+                   binary=len(values) == 1 or (len(values) == 2 and values[0] == 0))
+        return got
+
+    def _claim(self, out: Path, header: dict, resume: bool, overwrite: bool) -> tuple[set[int], dict | None]:
+        """Committed tiles to skip (and the summary if the run already finished), after clearing whatever of
+        an earlier run cannot be reused. Another run's outputs are refused unless ``overwrite``."""
+        records = read_trace(out / TRACE) if (out / TRACE).exists() else []
+        runs = [r for r in records if r.get("type") == "run"]
+        ours = bool(runs) and all(runs[-1].get(k) == header.get(k) for k in MATCH_KEYS)
+        found = [n for n in RUN_FILES if (out / n).exists()]
+        if found and not ours and not overwrite:
+            raise InputError(f"holds the outputs of another run ({', '.join(found)}: other inputs or settings); "
+                             "pass overwrite=true to replace them, or choose another out=", out)
+        if ours and resume:
+            ends = [r for r in records if r.get("type") == "done"]
+            if ends and records[-1].get("type") == "done" and (out / STORE).exists():
+                return set(), ends[-1]["summary"]
+            if (out / WORK / STORE).exists():
+                done = {int(r["tile"]) for r in records if r.get("type") == "tile_done"}
+                print(f"resuming from {out / TRACE} ({len(done)} committed tile(s) taken from it)", file=sys.stderr)
+                for name in OUTPUTS:
+                    _remove(out / name)
+                return done, None
+        for name in RUN_FILES:
+            _remove(out / name)
+        _remove(out / WORK)
+        return set(), None
+
+    def _overview(self, work: Path, stats: dict, store: Path) -> None:
+        """``overview.png``: z-MIPs of the image, the initial mask and the refined mask, side by side."""
+        import dask.array as da
+        import zarr
+
+        from neurorefiner.topology.views import png_bytes, side_by_side
+
+        refined = _pooled_mip(da.from_zarr(zarr.open_array(str(store / "0"), mode="r")) != 0).compute()
+        picture = side_by_side([stats["image_mip"], stats["mask_mip"].astype(np.float32),
+                                refined.astype(np.float32)])
+        with atomic_path(work / "overview.png") as tmp:
+            tmp.write_bytes(png_bytes(picture))
+
+    def _summary(self, cfg: Any, image: ZarrSource, tiles: list[dict], levels: int, seconds: float,
+                 out: Path) -> dict:
+        peaks: dict[int, int] = {}
+        for s in tiles:
+            pid = int(s.get("worker_pid", 0))
+            peaks[pid] = max(peaks.get(pid, 0), int(s.get("peak_rss", 0)))
+        total = {k: sum(int(s.get(k, 0)) for s in tiles) for k in ("accepted", "rejected", "escalated",
+                                                                    "voxels before", "voxels after")}
+        return {"image": str(cfg.image), "mask": str(cfg.mask), "shape": list(image.shape), "engine": "dask",
+                "tiles": len(tiles), "refined tiles": sum(s.get("status") == "refined" for s in tiles), **total,
+                "pyramid levels": levels, "seconds": round(seconds, 2),
+                "peak worker memory GiB": {str(pid): round(v / 2**30, 3) for pid, v in sorted(peaks.items())},
+                "output": str(out / STORE)}
+
+
+class TileFailure(RuntimeError):
+    """A tile's task raised; the committed tiles stay, and running again resumes."""
+
+
+def _pooled_mip(arr: Any, side: int = 1024) -> Any:
+    """A z-MIP of a Dask array, max-pooled in y and x to at most ``side`` pixels (the driver holds only that)."""
+    import dask.array as da
+
+    f = [1, max(1, -(-arr.shape[1] // side)), max(1, -(-arr.shape[2] // side))]
+    if f[1] > 1 or f[2] > 1:
+        pad = [(0, 0), (0, (-arr.shape[1]) % f[1]), (0, (-arr.shape[2]) % f[2])]
+        arr = da.coarsen(np.max, da.pad(arr, pad) if any(p for _, p in pad) else arr, {1: f[1], 2: f[2]})
+    return arr.max(axis=0)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)

@@ -1,0 +1,72 @@
+"""The tile plan: which box of the volume each task refines and which larger box (tile + halo) it reads.
+
+Why the alignments: a tile's interior is a whole number of output Zarr chunks (no chunk is written by two
+tasks, so no locks), and the tile and its halo are whole numbers of the loop's blocks in y and x (and in z when
+``block_depth`` cuts z), so the blocks a task sees are exactly the blocks the in-memory run would see there.
+A volume that fits in one tile is therefore refined exactly as ``executor=local`` refines it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from neurorefiner.errors import InputError
+from neurorefiner.topology.blocks import Slices, expand
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One task's share: ``interior`` (what it commits) inside ``region`` (what it reads), volume coordinates."""
+
+    id: int
+    interior: Slices
+    region: Slices
+
+    @property
+    def interior_in_region(self) -> Slices:
+        return tuple(slice(i.start - r.start, i.stop - r.start)  # type: ignore[return-value]
+                     for i, r in zip(self.interior, self.region))
+
+    def as_dict(self) -> dict:
+        return {"tile": self.id, "interior": [[s.start, s.stop] for s in self.interior],
+                "region": [[s.start, s.stop] for s in self.region]}
+
+
+def _three(name: str, value: Sequence[int] | int) -> tuple[int, int, int]:
+    v = (int(value),) * 3 if isinstance(value, int) else tuple(int(x) for x in value)
+    if len(v) != 3 or any(x < 0 for x in v):
+        raise InputError(f"executor.{name} must be three non-negative numbers (z, y, x), got {list(v)}")
+    return v  # type: ignore[return-value]
+
+
+def check_plan(tile: Sequence[int], halo: Sequence[int], chunks: Sequence[int], block_size: int,
+               block_depth: int | None) -> tuple[tuple[int, int, int], tuple[int, int, int], tuple[int, int, int]]:
+    """The three shapes as tuples, or an :class:`InputError` that says which setting breaks which alignment."""
+    t, h, c = _three("tile", tile), _three("halo", halo), _three("chunks", chunks)
+    if min(t) < 1 or min(c) < 1:
+        raise InputError(f"executor.tile {list(t)} and executor.chunks {list(c)} must be positive")
+    for axis, (tn, cn) in enumerate(zip(t, c)):
+        if tn % cn:
+            raise InputError(f"executor.tile {list(t)} must be a multiple of executor.chunks {list(c)} (axis "
+                             f"{'zyx'[axis]}): a tile writes whole chunks, so no two workers write one chunk")
+    for axis in (1, 2):
+        if t[axis] % block_size or h[axis] % block_size:
+            raise InputError(f"executor.tile {list(t)} and executor.halo {list(h)} must be multiples of "
+                             f"loop.block_size={block_size} in y and x, so that tiles see the loop's own blocks")
+    if block_depth and (t[0] % block_depth or h[0] % block_depth):
+        raise InputError(f"executor.tile and executor.halo must be multiples of loop.block_depth={block_depth} in z")
+    return t, h, c
+
+
+def plan_tiles(shape: Sequence[int], tile: Sequence[int], halo: Sequence[int]) -> list[Tile]:
+    """Tiles in z, y, x order (row-major, ids from 0); edge tiles are smaller, regions clipped to the volume."""
+    d, hgt, w = (int(s) for s in shape)
+    tz, ty, tx = (int(v) for v in tile)
+    tiles: list[Tile] = []
+    for z0 in range(0, d, tz):
+        for y0 in range(0, hgt, ty):
+            for x0 in range(0, w, tx):
+                interior = (slice(z0, min(d, z0 + tz)), slice(y0, min(hgt, y0 + ty)), slice(x0, min(w, x0 + tx)))
+                tiles.append(Tile(len(tiles), interior, expand(interior, tuple(halo), shape)))
+    return tiles
