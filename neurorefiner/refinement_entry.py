@@ -31,11 +31,6 @@ def run(cfg: DictConfig) -> dict:
         from hydra.utils import instantiate
 
         return instantiate(engine).refine(cfg)
-    engine = cfg.get("executor")
-    if engine is not None and engine.get("_target_"):  # executor=dask: tiles over OME-Zarr, nothing read here
-        from hydra.utils import instantiate
-
-        return instantiate(engine).refine(cfg)
     image = read_volume(cfg.image)
     mask = read_mask(cfg.mask)
     check_same_shape(image, mask)
