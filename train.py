@@ -11,10 +11,10 @@ from omegaconf import DictConfig  # noqa: E402
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
-def main(cfg: DictConfig) -> None:
-    from neurorefiner.training.entry import run
+def main(cfg: DictConfig) -> float | None:
+    from neurorefiner.training.entry import train
 
-    run(cfg)
+    return train(cfg)  # the sweep objective (hparams_search/): None unless optimized_metric is set
 
 
 if __name__ == "__main__":

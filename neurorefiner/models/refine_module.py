@@ -65,6 +65,9 @@ def operation_adds(mask: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return (t & ~m).sum(1) >= (m & ~t).sum(1)
 
 
+VAL_KEYS = ("loss", "dice", "dice_input", "betti0_error", "adherence", "changed_voxels")
+
+
 class TopoRefineModule(L.LightningModule):
     """LightningModule around a :class:`~neurorefiner.models.toporefinenet.TopoRefineNet`.
 
@@ -106,6 +109,7 @@ class TopoRefineModule(L.LightningModule):
         self.text_encoder = text_encoder
         self.optimizer_factory = optimizer
         self.loss_fn = DiceCELoss(to_onehot_y=True, softmax=True, lambda_ce=ce_weight, lambda_dice=dice_weight)
+        self._val_sums: dict[str, list[float]] | None = None
 
     def record_configs(self, net_config: dict | None, text_encoder_config: dict | None) -> None:
         """Store the Hydra nodes of the network and text encoder in the hyperparameters (and so in every
@@ -166,32 +170,62 @@ class TopoRefineModule(L.LightningModule):
         self.log("train/loss", loss, prog_bar=True, batch_size=len(instr))
         return loss
 
+    def on_validation_epoch_start(self) -> None:
+        self._val_sums = {k: [0.0, 0.0] for k in VAL_KEYS}
+
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
-        metrics = self.evaluate_batch(batch)
-        bs = len(batch["instruction"])
-        for k, v in metrics.items():
-            if not np.isfinite(v):  # adherence of a batch where nothing changed: not averaged in
-                continue
-            self.log(f"val/{k}", v, prog_bar=k in ("dice", "adherence"), batch_size=bs, sync_dist=True)
+        sums = getattr(self, "_val_sums", None)
+        if sums is None:
+            self.on_validation_epoch_start()
+            sums = self._val_sums
+        for k, (total, count) in self.evaluate_sums(batch).items():
+            sums[k][0] += total
+            sums[k][1] += count
+
+    def on_validation_epoch_end(self) -> None:
+        """Log each metric as (sum over samples) / (number of samples) over ALL ranks: the sums and counts are
+        all-reduced first, so the figure (and the checkpoint it picks) is the one-device figure whatever the
+        split of the validation items across ranks. Every rank reduces the same fixed-size tensor, even one
+        that saw no batch, so the collective never waits on a rank that has nothing to say."""
+        sums = getattr(self, "_val_sums", None) or {k: [0.0, 0.0] for k in VAL_KEYS}
+        t = torch.tensor([v for k in VAL_KEYS for v in sums[k]], dtype=torch.float64, device=self.device)
+        trainer = self._trainer
+        if trainer is not None and trainer.world_size > 1:
+            t = trainer.strategy.reduce(t, reduce_op="sum")
+        t = t.cpu().view(len(VAL_KEYS), 2)
+        for k, (total, count) in zip(VAL_KEYS, t.tolist()):
+            if count > 0:  # adherence where no sample changed anything: nothing to average
+                self.log(f"val/{k}", total / count, prog_bar=k in ("dice", "adherence"), sync_dist=False)
+        self._val_sums = None
 
     @torch.no_grad()
-    def evaluate_batch(self, batch: dict[str, Any]) -> dict[str, float]:
-        """Loss, Dice, Betti-0 error, adherence (and the input mask's Dice, for scale) of one batch."""
+    def evaluate_sums(self, batch: dict[str, Any]) -> dict[str, tuple[float, float]]:
+        """(sum over the batch's samples, number of samples) of each validation metric: loss, Dice, the input
+        mask's Dice (for scale), Betti-0 error, changed voxels, and adherence (only over the samples where
+        the prediction changed something). Sums add across batches and ranks; a batch mean would not."""
         logits = self(batch["image"], batch["mask"], list(batch["instruction"]), batch["region"])
         target = batch["target"]
+        b = int(target.shape[0])
         pred = logits.argmax(1, keepdim=True).bool() if logits.shape[1] > 1 else logits > 0
         share, n_changed = adherence_per_sample(pred, batch["mask"], batch["region"])
         p_np, t_np = pred.cpu().numpy(), target.bool().cpu().numpy()
         b0 = [abs(betti0(p_np[i, 0]) - betti0(t_np[i, 0])) for i in range(len(p_np))]
         defined = share[~torch.isnan(share)]
+        # the loss is a mean over samples of equal size (CE over voxels, Dice per sample): x b is its sum
         return {
-            "loss": float(self._loss(logits, target, batch["mask"])),
-            "dice": float(dice_per_sample(pred, target.bool()).mean()),
-            "dice_input": float(dice_per_sample(batch["mask"].bool(), target.bool()).mean()),
-            "betti0_error": float(np.mean(b0)),
-            "adherence": float(defined.mean()) if len(defined) else float("nan"),
-            "changed_voxels": float(n_changed.mean()),
+            "loss": (float(self._loss(logits, target, batch["mask"])) * b, float(b)),
+            "dice": (float(dice_per_sample(pred, target.bool()).double().sum()), float(b)),
+            "dice_input": (float(dice_per_sample(batch["mask"].bool(), target.bool()).double().sum()), float(b)),
+            "betti0_error": (float(np.sum(b0)), float(b)),
+            "adherence": (float(defined.double().sum()), float(len(defined))),
+            "changed_voxels": (float(n_changed.double().sum()), float(b)),
         }
+
+    def evaluate_batch(self, batch: dict[str, Any]) -> dict[str, float]:
+        """Loss, Dice, Betti-0 error, adherence (and the input mask's Dice, for scale) of one batch: the
+        means of :meth:`evaluate_sums` (adherence NaN where nothing changed)."""
+        return {k: total / count if count > 0 else float("nan")
+                for k, (total, count) in self.evaluate_sums(batch).items()}
 
     def configure_optimizers(self):
         factory = self.optimizer_factory

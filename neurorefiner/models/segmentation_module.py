@@ -117,12 +117,23 @@ class SegmentationModule(L.LightningModule):
         self._val.append(scores)
 
     def on_validation_epoch_end(self) -> None:
-        if not self._val:
-            return
-        for key in ("dice", "cldice", "trace_f1", "trace_ssd"):
-            vals = [v[key] for v in self._val if key in v and np.isfinite(v[key])]
-            if vals:
-                self.log(f"val/{key}", float(np.mean(vals)), prog_bar=True, sync_dist=False)
+        """Log the mean over validation cases of each score. In a distributed run each rank holds some of the
+        cases, so the per-case sums and counts are all-reduced before dividing: the mean over every case (not
+        a mean of rank means, which weighs a rank with one case like a rank with three), hence the same
+        checkpoint pick as on one device. Every rank joins the reduction, even one without a case."""
+        keys = ("dice", "cldice", "trace_f1", "trace_ssd")
+        sums = [[v[k] for v in self._val if k in v and np.isfinite(v[k])] for k in keys]
+        trainer = self._trainer
+        if trainer is not None and trainer.world_size > 1:
+            t = torch.tensor([x for vals in sums for x in (float(np.sum(vals)) if vals else 0.0, len(vals))],
+                             dtype=torch.float64, device=self.device)
+            t = trainer.strategy.reduce(t, reduce_op="sum").cpu().view(len(keys), 2)
+            means = [total / count if count > 0 else None for total, count in t.tolist()]
+        else:
+            means = [float(np.mean(vals)) if vals else None for vals in sums]
+        for key, mean in zip(keys, means):
+            if mean is not None:
+                self.log(f"val/{key}", mean, prog_bar=True, sync_dist=False)
         self._val.clear()
 
     def configure_optimizers(self):  # type: ignore[no-untyped-def]

@@ -36,6 +36,22 @@ def resolve_task(cfg: DictConfig):  # type: ignore[no-untyped-def]
     return getattr(importlib.import_module(module_name), fn_name)
 
 
+def objective(cfg: DictConfig, metrics: dict) -> float | None:
+    """The number a Hydra sweeper optimises: ``metrics[cfg.optimized_metric]`` (``val/pick``, the validation
+    score that picked the checkpoint, in ``conf/hparams_search/``); None when no metric is named."""
+    name = cfg.get("optimized_metric")
+    if not name:
+        return None
+    if name not in metrics:
+        raise InputError(f"optimized_metric {name!r} is not among this run's metrics {sorted(metrics)}")
+    return float(metrics[name])
+
+
+def train(cfg: DictConfig) -> float | None:
+    """What ``train.py`` calls: train, print the metrics, return the sweep objective (if one is named)."""
+    return objective(cfg, run(cfg))
+
+
 @exit_on_user_error
 def run(cfg: DictConfig) -> dict:
     import lightning

@@ -122,35 +122,68 @@ def train_refiner(cfg: DictConfig) -> dict[str, float]:
     if node.get("init_from"):
         load_net_weights(module.net, node.init_from, exclude=tuple(node.get("init_exclude") or ()))
 
-    overrides: dict[str, Any] = {"logger": build_loggers(cfg) or False, "enable_checkpointing": False}
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from neurorefiner.training.distributed import check_launch, config_callbacks
+
+    check_launch(cfg)
+    # the state of an unfinished run (weights, optimiser, schedule, loop counters), saved every epoch by rank 0:
+    # a killed run started again with the same command resumes from it; a finished run removes it
+    run_dir = run_state_dir(cfg)
+    latest = ModelCheckpoint(dirpath=run_dir, filename="last", monitor=None, save_top_k=1, every_n_epochs=1,
+                             save_on_train_epoch_end=True, enable_version_counter=False)
+    overrides: dict[str, Any] = {"logger": build_loggers(cfg) or False, "enable_checkpointing": True,
+                                 "callbacks": [*config_callbacks(cfg), latest]}
     if node.get("max_steps") is not None:
         overrides["max_steps"] = int(node.max_steps)
         overrides["max_epochs"] = -1
     trainer = instantiate(cfg.trainer, **overrides)
+    last = run_dir / "last.ckpt"
+    resume = str(last) if node.get("resume", True) and last.exists() else None
+    if resume:  # a last.ckpt from elsewhere must not run code: refused here with a clear line
+        load_checkpoint(resume, "checkpoint to resume from")
 
     t0 = time.time()
-    trainer.fit(module, datamodule=datamodule)
+    trainer.fit(module, datamodule=datamodule, ckpt_path=resume, weights_only=True)
     wall = time.time() - t0
     results = trainer.validate(module, datamodule=datamodule, verbose=False)
     metrics = {k: _as_float(v) for k, v in (results[0] if results else {}).items()}
     metrics.update({"train/wall_s": wall, "train/steps": float(trainer.global_step)})
+    if "val/dice" in metrics:  # the stage exports its last weights; their validation Dice is what a sweep ranks
+        metrics["val/pick"] = metrics["val/dice"]
 
     ckpt.parent.mkdir(parents=True, exist_ok=True)
+    save_checkpoint(trainer, ckpt)  # every rank calls it (Lightning's save ends in a barrier); rank 0 writes
     if trainer.is_global_zero:
-        save_checkpoint(trainer, ckpt)
         from neurorefiner.io.atomic import atomic_path
 
         with atomic_path(ckpt.with_suffix(".json")) as tmp:
-            Path(tmp).write_text(json.dumps({"stage": int(stage), "checkpoint": str(ckpt), **metrics}, indent=2))
+            Path(tmp).write_text(json.dumps({"stage": int(stage), "checkpoint": str(ckpt),
+                                             "resumed_from": resume, "world_size": trainer.world_size,
+                                             **metrics}, indent=2))
         for f in (ckpt, ckpt.with_suffix(".json")):
             f.chmod(0o644)  # the temp files are private; the results are not
+        last.unlink(missing_ok=True)  # finished: the next run of this command starts afresh
         ship(cfg, with_cards(ckpt))
     return metrics
 
 
+def run_state_dir(cfg: DictConfig) -> Path:
+    """Where a stage keeps ``last.ckpt`` while it trains: ``stages.<n>.ckpt_dir`` or
+    ``<paths.checkpoint_dir>/runs/refine/<checkpoint stem>`` (stable, so the same command finds it again)."""
+    _, node = _stage_node(cfg)
+    if node.get("ckpt_dir"):
+        return Path(str(node.ckpt_dir))
+    return Path(str(cfg.paths.checkpoint_dir)) / "runs" / "refine" / output_checkpoint(cfg).stem
+
+
 def save_checkpoint(trainer: Any, path: Path) -> None:
-    """Weights-only Lightning checkpoint (no optimizer state: small enough to ship), written atomically."""
+    """Weights-only Lightning checkpoint (no optimizer state: small enough to ship), written atomically by
+    rank 0. Every rank must call it: ``Trainer.save_checkpoint`` ends in a barrier of all ranks."""
     from neurorefiner.io.atomic import atomic_path
 
+    if not trainer.is_global_zero:
+        trainer.save_checkpoint(str(path), weights_only=True)  # writes nothing off rank 0; joins the barrier
+        return
     with atomic_path(path) as tmp:
         trainer.save_checkpoint(str(tmp), weights_only=True)

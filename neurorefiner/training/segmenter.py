@@ -118,7 +118,11 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
                                  save_top_k=1, enable_version_counter=False)
     latest = ModelCheckpoint(dirpath=ckpt_dir, filename="last", monitor=None, save_top_k=1, every_n_epochs=1,
                              save_on_train_epoch_end=True, enable_version_counter=False)
-    trainer = instantiate(cfg.trainer, callbacks=[checkpoint, latest], logger=build_loggers(cfg) or False)
+    from neurorefiner.training.distributed import check_launch, config_callbacks
+
+    check_launch(cfg)
+    trainer = instantiate(cfg.trainer, callbacks=[*config_callbacks(cfg), checkpoint, latest],
+                          logger=build_loggers(cfg) or False)
     last = ckpt_dir / "last.ckpt"
     resume = str(last) if seg.get("resume", True) and last.exists() else None
     if resume:  # a last.ckpt from elsewhere must not run code: refused here with a clear line, and
@@ -136,6 +140,7 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
         module.load_state_dict(state)
         best_score = float(checkpoint.best_model_score) if checkpoint.best_model_score is not None else float("nan")
         metrics["best_val_trace_f1" if monitor == "val/trace_f1" else "best_val_dice"] = best_score
+        metrics["val/pick"] = best_score  # the score that picked the checkpoint: what a sweep ranks
     on_gpu = torch.cuda.is_available() and str(cfg.trainer.get("accelerator", "cpu")) in ("gpu", "cuda", "auto")
     device = str(torch.cuda.get_device_name(0)) if on_gpu else f"CPU, torch threads: {torch.get_num_threads()}"
     info = {"wall_s": wall, "resumed_from": resume, "device": device, "global_step": int(trainer.global_step),
@@ -144,10 +149,12 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
             "best_checkpoint": best, "exported": export_which, "metrics": metrics, "seed": cfg.get("seed"),
             "foreground_prior": module.hparams.get("foreground_prior"), "picked_by": monitor}
     info["labels"] = {k: dm.__dict__.get(k) for k in ("labels", "label_band", "label_rel")}
-    export_segmenter(module.net, module.hparams.net_config, export, tuple(seg.data.patch_size), meta=info,
-                     normalization=module.hparams.get("normalization"))
+    info["world_size"] = int(trainer.world_size)
     metrics.update({"wall_s": wall, "global_step": float(trainer.global_step), "export_path": str(export)})
-    ship(cfg, with_cards(export))
+    if trainer.is_global_zero:  # one writer: the export, its card and the shipping copy come from rank 0 only
+        export_segmenter(module.net, module.hparams.net_config, export, tuple(seg.data.patch_size), meta=info,
+                         normalization=module.hparams.get("normalization"))
+        ship(cfg, with_cards(export))
     return metrics
 
 

@@ -8,6 +8,7 @@ rasterised into the image grid (DIADEM). Volumes are loaded once and kept in mem
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from neurorefiner.data.cases import Case
+from neurorefiner.data.samplers import KeyedCropSampler, ShardSampler, key_rng, rank_and_world, use_keyed
 from neurorefiner.data.transforms import DEFAULT_PERCENTILES, normalize_image
 from neurorefiner.errors import InputError
 
@@ -162,9 +164,11 @@ class RandomPatchDataset(Dataset):
     def __len__(self) -> int:
         return self.samples_per_epoch
 
-    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
-        # a fresh seed from torch's generator: differs per epoch and per worker, reproducible under a seed
-        rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, (1,)).item()))
+    def __getitem__(self, index: int | tuple[int, int, int]) -> dict[str, torch.Tensor]:
+        if isinstance(index, tuple):  # a KeyedCropSampler key: the same crop on any rank and after a resume
+            rng = key_rng(index)
+        else:  # a fresh seed from torch's generator: differs per epoch and per worker, reproducible under a seed
+            rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, (1,)).item()))
         case = self.cases[int(rng.choice(len(self.cases), p=self.weights))]
         image, label = random_crop(case, self.patch, rng, rng.random() < self.fg_prob)  # type: ignore[arg-type]
         item = {"image": torch.from_numpy(np.ascontiguousarray(image))[None],
@@ -259,6 +263,9 @@ class SegmentationDataModule(L.LightningDataModule):
         normalization: (low, high) percentiles mapped to [0, 1] (:func:`normalize_image`); None: min-max.
         labels: 'gold' (``case.label``) or 'adaptive' (gold tube widened to the imaged fibre,
             :func:`adaptive_label` with ``label_band`` and ``label_rel``). Validation uses the same labels.
+        keyed_sampling: draw training crops by key (:class:`~neurorefiner.data.samplers.KeyedCropSampler`,
+            disjoint across ranks and the same after a resume); None = only in a distributed run, so a
+            one-device run draws exactly as before. ``seed`` keys the draws (None: Lightning's global seed).
     """
 
     def __init__(self, dataset, train_split: str | None = None, val_split: str | None = None,  # type: ignore[no-untyped-def]
@@ -268,8 +275,10 @@ class SegmentationDataModule(L.LightningDataModule):
                  fg_prob: float = 0.67, augment: bool = True, num_workers: int = 1,
                  max_train_cases: int | None = None,
                  normalization: Sequence[float] | None = DEFAULT_PERCENTILES, labels: str = "gold",
-                 label_band: float = 4.0, label_rel: float = 0.5):
+                 label_band: float = 4.0, label_rel: float = 0.5, keyed_sampling: bool | None = None,
+                 seed: int | None = None):
         super().__init__()
+        self.keyed_sampling, self.seed = keyed_sampling, seed
         if labels not in LABEL_MODES:
             raise ValueError(f"labels must be one of {LABEL_MODES}, got {labels!r}")
         if normalization is not None and len(tuple(normalization)) != 2:
@@ -332,10 +341,16 @@ class SegmentationDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         ds = RandomPatchDataset(self.train_cases, self.patch_size, self.samples_per_epoch, self.fg_prob,
                                 self.augment)  # type: ignore[arg-type]
-        return DataLoader(ds, batch_size=self.batch_size, num_workers=self.num_workers,
+        sampler = None
+        if use_keyed(self.keyed_sampling):
+            seed = self.seed if self.seed is not None else int(os.environ.get("PL_GLOBAL_SEED", 0))
+            sampler = KeyedCropSampler(len(ds), seed)
+        return DataLoader(ds, batch_size=self.batch_size, num_workers=self.num_workers, sampler=sampler,
                           persistent_workers=self.num_workers > 0, worker_init_fn=_worker_init,
                           drop_last=False)
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(VolumeDataset(self.val_cases, self.val_max_size), batch_size=1, num_workers=0,
-                          collate_fn=collate_volumes)
+        ds = VolumeDataset(self.val_cases, self.val_max_size)
+        # distributed: each rank validates its own cases, each case once (no padding repeats)
+        sampler = ShardSampler(len(ds)) if rank_and_world()[1] > 1 else None
+        return DataLoader(ds, batch_size=1, num_workers=0, collate_fn=collate_volumes, sampler=sampler)

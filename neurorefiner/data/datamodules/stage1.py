@@ -30,6 +30,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from neurorefiner.data.cases import Case
 from neurorefiner.data.registry import get_dataset
+from neurorefiner.data.samplers import KeyedCropSampler, ShardSampler, key_rng, rank_and_world, use_keyed
 from neurorefiner.defects.generate import SOURCE_KINDS, DefectConfig, draw_kind, make_one
 from neurorefiner.errors import InputError
 
@@ -255,8 +256,10 @@ class DefectSampleDataset(Dataset):
     def __len__(self) -> int:
         return self.length
 
-    def sample(self, index: int) -> dict:
-        if self.seed is None:
+    def sample(self, index: int | tuple[int, int, int]) -> dict:
+        if isinstance(index, tuple):  # a KeyedCropSampler key: the same crop on any rank and after a resume
+            rng = key_rng(index)
+        elif self.seed is None:
             rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, (1,)).item()))
         else:
             rng = np.random.default_rng([int(self.seed), int(index)])
@@ -267,7 +270,7 @@ class DefectSampleDataset(Dataset):
                                   self.defects, self.min_foreground, fg=vol.fg, other_fg=[v.fg for v in others],
                                   distractor_prob=self.distractor_prob)
 
-    def __getitem__(self, index: int) -> dict:
+    def __getitem__(self, index: int | tuple[int, int, int]) -> dict:
         return to_item(self.sample(index))
 
 
@@ -302,6 +305,8 @@ class Stage1DefectDataModule(L.LightningDataModule):
     dataset has no val split. The validation set is ``val_samples`` fixed samples (same every epoch and
     run for one ``seed``); training draws fresh defects every epoch. Test splits are refused.
     ``distractor_prob``: share of samples with a second, unnamed defect (see the module docstring).
+    ``keyed_sampling``: draw training crops by key (:class:`~neurorefiner.data.samplers.KeyedCropSampler`:
+    disjoint across ranks, the same after a resume); None = only in a distributed run.
     """
 
     def __init__(self, dataset="tiny", crop_size: Sequence[int] = (32, 64, 64),  # type: ignore[no-untyped-def]
@@ -309,10 +314,11 @@ class Stage1DefectDataModule(L.LightningDataModule):
                  val_samples: int = 32, seed: int = 0, train_split: str | None = None,
                  val_split: str | None = None, val_cases: int = 1, max_cases: int | None = None,
                  defects: DefectConfig | Mapping | None = None, min_foreground: int = 20,
-                 distractor_prob: float = 0.0):
+                 distractor_prob: float = 0.0, keyed_sampling: bool | None = None):
         super().__init__()
         if not 0.0 <= distractor_prob <= 1.0:
             raise ValueError(f"distractor_prob must be in [0, 1], got {distractor_prob}")
+        self.keyed_sampling = keyed_sampling
         if batch_size < 1 or samples_per_epoch < 1 or val_samples < 0 or num_workers < 0:
             raise ValueError("batch_size and samples_per_epoch must be >= 1, val_samples and num_workers >= 0")
         self.dataset = dataset
@@ -362,10 +368,17 @@ class Stage1DefectDataModule(L.LightningDataModule):
         ds = DefectSampleDataset(self.train_volumes, self.crop_size, self.samples_per_epoch, self.defects,
                                  seed=None, min_foreground=self.min_foreground,
                                  distractor_prob=self.distractor_prob)
+        sampler = KeyedCropSampler(len(ds), self.seed) if use_keyed(self.keyed_sampling) else None
         return DataLoader(ds, batch_size=self.batch_size, shuffle=False, num_workers=self.num_workers,
-                          worker_init_fn=_worker_init if self.num_workers else None,
+                          worker_init_fn=_worker_init if self.num_workers else None, sampler=sampler,
                           persistent_workers=self.num_workers > 0, drop_last=False)
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(ListDataset(self.val_items()), batch_size=self.batch_size, shuffle=False,
-                          num_workers=0)
+        return val_loader(ListDataset(self.val_items()), self.batch_size)
+
+
+def val_loader(dataset: Dataset, batch_size: int, **kwargs) -> DataLoader:  # type: ignore[no-untyped-def]
+    """The validation loader: in a distributed run each rank gets its own share of the items, each item once
+    (:class:`~neurorefiner.data.samplers.ShardSampler`), so reduced validation metrics equal one device's."""
+    sampler = ShardSampler(len(dataset)) if rank_and_world()[1] > 1 else None  # type: ignore[arg-type]
+    return DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=0, sampler=sampler, **kwargs)

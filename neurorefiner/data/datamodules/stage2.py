@@ -43,7 +43,9 @@ from neurorefiner.data.datamodules.stage1 import (
     crop_padded,
     resolve_datasets,
     to_item,
+    val_loader,
 )
+from neurorefiner.data.samplers import KeyedCropSampler, key_rng, use_keyed
 from neurorefiner.defects.describe import DEFAULT_LONG_GAP, betti0, describe_change
 from neurorefiner.errors import InputError
 from neurorefiner.io import read_mask
@@ -311,12 +313,13 @@ class MinedCropDataset(Dataset):
         return {"image": img, "mask": m, "target": target, "region": region,
                 "instruction": instruction.format(), "instruction_obj": instruction}
 
-    def __getitem__(self, index: int) -> dict:
+    def __getitem__(self, index: int | tuple[int, ...]) -> dict:
+        keyed = isinstance(index, tuple)  # a KeyedCropSampler key: the same item on any rank, after a resume
         if self.augment:
-            rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, (1,)).item()))
+            rng = key_rng(index) if keyed else np.random.default_rng(int(torch.randint(0, 2**31 - 1, (1,)).item()))
             index = int(rng.integers(len(self.crops)))
             return to_item(self.sample(index, rng))
-        return to_item(self.sample(index))
+        return to_item(self.sample(int(index[-1]) if keyed else index))
 
 
 class ReplayDataset(Dataset):
@@ -334,7 +337,11 @@ class ReplayDataset(Dataset):
     def __len__(self) -> int:
         return len(self.mined)
 
-    def __getitem__(self, index: int) -> dict:
+    def __getitem__(self, index: int | tuple[int, ...]) -> dict:
+        if isinstance(index, tuple):  # keyed: the choice and both draws follow from the key alone
+            if key_rng((*index, 1)).random() < self.replay_prob:
+                return self.replay[(*index, 2)]
+            return self.mined[index]
         if float(torch.rand(1)) < self.replay_prob:
             return self.replay[int(torch.randint(0, len(self.replay), (1,)))]
         return self.mined[index]
@@ -355,6 +362,7 @@ class Stage2MinedDataModule(L.LightningDataModule):
     ``target``: see :func:`mined_target` — ``gold`` (the paper: the gold crop), ``instructed`` (only the
     named operation, only inside the named region) or ``local`` (gold inside the instruction's region,
     the input mask elsewhere: teaches to edit only where told).
+    ``keyed_sampling``: as :class:`Stage1DefectDataModule` (None = keyed only in a distributed run).
     """
 
     def __init__(self, dataset="tiny", segmenters: Sequence[str] | None = None,  # type: ignore[no-untyped-def]
@@ -366,8 +374,9 @@ class Stage2MinedDataModule(L.LightningDataModule):
                  max_crops: int | None = None, writer: InstructionWriter | str | None = None,
                  target: str = "gold", augment: bool = True, init_masks_root: str | Path | None = None,
                  cache_root: str | Path | None = None, progress: bool = True, replay_prob: float = 0.0,
-                 replay: Mapping | None = None):
+                 replay: Mapping | None = None, keyed_sampling: bool | None = None):
         super().__init__()
+        self.keyed_sampling = keyed_sampling
         if not 0.0 <= replay_prob <= 1.0:
             raise ValueError(f"replay_prob must be in [0, 1], got {replay_prob}")
         self.replay_prob, self.replay = float(replay_prob), dict(replay or {})
@@ -509,10 +518,14 @@ class Stage2MinedDataModule(L.LightningDataModule):
             replay = DefectSampleDataset(s1.train_volumes, s1.crop_size, max(len(ds), 1), s1.defects, seed=None,
                                          min_foreground=s1.min_foreground, distractor_prob=s1.distractor_prob)
             ds = ReplayDataset(ds, replay, self.replay_prob)
+        if use_keyed(self.keyed_sampling):  # disjoint across ranks, shuffled per epoch by the sampler itself
+            return DataLoader(ds, batch_size=self.batch_size, sampler=KeyedCropSampler(len(ds), self.seed),
+                              num_workers=self.num_workers, worker_init_fn=_worker_init if self.num_workers else None,
+                              persistent_workers=self.num_workers > 0)
         return DataLoader(ds, batch_size=self.batch_size, shuffle=not self.augment,
                           num_workers=self.num_workers, worker_init_fn=_worker_init if self.num_workers else None,
                           persistent_workers=self.num_workers > 0,
                           generator=torch.Generator().manual_seed(self.seed))
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(ListDataset(self.val_items()), batch_size=self.batch_size, shuffle=False)
+        return val_loader(ListDataset(self.val_items()), self.batch_size)
