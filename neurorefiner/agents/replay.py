@@ -20,6 +20,7 @@ from neurorefiner.agents.roles import (
     GlobalView,
     Inspection,
     Step,
+    UnreadableAdvice,
     Verdict,
 )
 from neurorefiner.agents.trace import read_trace
@@ -70,6 +71,8 @@ class ReplayAdvisor(_Replay):
                history: Sequence[Attempt]) -> Advice | None:
         rec = self._get("advisor", step.round, step.block, step.defect, step.attempt)
         if rec["decision"] is None:
+            if rec.get("unreadable"):  # a recorded answer outside the grammar: the same failed try again
+                raise UnreadableAdvice(str(rec["unreadable"]), self._info(rec))
             return None
         return Advice.from_dict(rec["decision"], self._info(rec))
 

@@ -130,6 +130,7 @@ def method_node(cfg: DictConfig, name: str) -> DictConfig:
     registry = cfg.get("method_registry") or {}
     if name in registry:
         node = OmegaConf.to_container(registry[name], resolve=True)
+        _agent_with_overrides(cfg, registry[name], node)  # type: ignore[arg-type]
     else:
         path = conf_dir() / "method" / f"{name}.yaml"
         if not path.exists():
@@ -140,8 +141,22 @@ def method_node(cfg: DictConfig, name: str) -> DictConfig:
         OmegaConf.set_struct(holder, False)  # a composed run's config is in struct mode: no new keys otherwise
         holder = OmegaConf.merge(holder, {"_method_": OmegaConf.load(path)})
         node = OmegaConf.to_container(holder._method_, resolve=True)
+        _agent_with_overrides(cfg, holder._method_, node)  # type: ignore[arg-type]
         node.pop("defaults", None)  # type: ignore[union-attr]  # composed by Hydra only; loop defaults: LoopSettings
     return OmegaConf.create(node)  # type: ignore[arg-type]
+
+
+def _agent_with_overrides(cfg: DictConfig, raw: DictConfig, node: dict) -> None:
+    """A method whose ``agent`` is the run's (``${agent}``) gets it resolved with ``agent_overrides`` merged
+    in first, so an override reaches every key that refers to it: ``{model: OpenGVLab/InternVL3-8B}`` must
+    change ``client.model`` (``${agent.model}``) too. Resolving the run's agent first made every Table 4 row
+    ask the default model."""
+    if OmegaConf.to_container(raw, resolve=False).get("agent") != "${agent}" or not node.get("agent_overrides"):
+        return
+    holder = cfg.copy()
+    OmegaConf.set_struct(holder, False)
+    holder.agent = OmegaConf.merge(holder.agent, node["agent_overrides"])
+    node["agent"] = OmegaConf.to_container(holder.agent, resolve=True)
 
 
 def method_key(node: DictConfig) -> str:
