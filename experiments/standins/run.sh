@@ -17,7 +17,7 @@ PY=${PY:-.venv/bin/python}
 NR=${NR:-.venv/bin/neurorefiner}
 export WANDB_MODE=offline OMP_NUM_THREADS=1
 PRESETS=${PRESETS:-"synthetic_cwmbs_weak synthetic_cwmbs_noise synthetic_bigneuron synthetic_zbfwb"}
-STEPS=${STEPS:-"visibility train choose card masks eval table"}
+STEPS=${STEPS:-"visibility train choose card masks eval table fragmentation fresh"}
 OUT=experiments/standins
 for step in $STEPS; do
   case $step in
@@ -28,7 +28,8 @@ for step in $STEPS; do
     choose)
       for p in $PRESETS; do
         $NR study choose-postprocess --dataset "$p" --arch unet3d --model "checkpoints/segmenters/unet3d_${p}_cpu.pt" \
-          --threshold 0.1 --threshold 0.2 --threshold 0.3 --threshold 0.4 --threshold 0.5 --threshold 0.6 --bridge 0 --out "$OUT/postprocess" --record
+          --threshold 0.1 --threshold 0.2 --threshold 0.3 --threshold 0.4 --threshold 0.5 --threshold 0.6 --bridge 0 \
+          --protocol root_seeded ${CHOOSE_CASES:+--limit $CHOOSE_CASES} --out "$OUT/postprocess" --record
       done ;;
     card)
       $NR study standin-card $PRESETS ;;
@@ -51,6 +52,15 @@ for step in $STEPS; do
       # how the initial masks break along the gold path, beside DIADEM's U-Net masks (what the presets are calibrated on)
       $NR study fragmentation --dataset diadem:dev --dataset diadem:test $(for p in $PRESETS; do echo --dataset "$p:test"; done) \
         --segmenter unet3d --out "$OUT" ;;
+    fresh)
+      # the shipped U-Net on fresh volumes of each preset (dataset seed FRESH_SEED, never used by the project; own
+      # cache folder), root-seeded: the target is within 8 F1 points of the paper's 3D U-Net row
+      for p in $PRESETS; do
+        $PY evaluate.py dataset="$p" dataset.seed="${FRESH_SEED:-2027}" dataset.root="data/cache/synth/${p}_fresh" \
+          split=test methods=[initial] segmenter=unet3d protocols=[root_seeded] limit="${FRESH_CASES:-3}" \
+          progress=false out_dir="$OUT/fresh/rows/${p}_unet3d"
+      done
+      $NR study standins-table --rows "$OUT/fresh/rows" --out "$OUT/fresh" ;;
     table)
       $NR study standins-table --rows "$OUT/rows" --out "$OUT" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;

@@ -116,3 +116,32 @@ def test_only_methods_whose_agents_use_a_vlm_need_the_server() -> None:
     assert not needs_server(OmegaConf.create({"agent": {"backend": "heuristic"}}))
     assert needs_server(OmegaConf.create({"agent": {"backend": "vlm"}}))
     assert needs_server(OmegaConf.create({"agent": {"backend": "heuristic"}, "agent_overrides": {"backend": "vlm"}}))
+
+
+def test_rows_stand_beside_the_papers_with_the_gain_over_their_initial_masks() -> None:
+    from neurorefiner.evaluation.paper_tables import beside_paper
+
+    specs = [{"label": "U-Net", "method": "initial", "segmenter": "unet3d", "paper": {"F1": 74.94}},
+             {"label": "Classical", "method": "classical", "segmenter": "unet3d"},
+             {"label": "NR", "method": "neurorefiner", "segmenter": "unet3d", "paper": {"F1": 90.07}}]
+    rows = [{"method": "initial", "segmenter": "unet3d", "protocol": "p", "case": "a", "F1": 0.70},
+            {"method": "classical", "segmenter": "unet3d", "protocol": "p", "case": "a", "F1": 0.80},
+            {"method": "neurorefiner", "segmenter": "unet3d", "protocol": "p", "case": "a", "F1": 0.85}]
+    text = beside_paper(collect(rows, specs, "p", ["F1"]), specs, ["F1"], "CWMBS weak")
+    lines = [ln for ln in text.splitlines() if ln.startswith("| ")]
+    assert lines[0] == "| Method | n | F1 ours | F1 paper | F1 gain ours | F1 gain paper |"
+    assert lines[1] == "| U-Net | 1 | 70.00 | 74.94 |  |  |"
+    assert lines[2] == "| NR | 1 | 85.00 | 90.07 | +15.00 | +15.13 |"
+    assert len(lines) == 3 and "SYNTHETIC" in text  # a row without paper figures is left out
+    assert beside_paper(collect(rows, specs[1:2], "p", ["F1"]), specs[1:2], ["F1"], "x") == ""
+
+
+def test_the_stand_in_tables_carry_the_papers_rows() -> None:
+    from neurorefiner.paths import conf_dir
+
+    for name, f1 in (("table_1_synthetic_cwmbs_weak", 90.07), ("table_1_synthetic_cwmbs_noise", 86.37),
+                     ("table_2_synthetic_bigneuron", 90.05), ("table_2_synthetic_zbfwb", 86.13)):
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+            cfg = compose(config_name="evaluate", overrides=[f"experiment={name}"])
+        nr = [r for r in cfg.table.rows if r.method == "neurorefiner" and r.segmenter == "unet3d"]
+        assert nr[0].paper.F1 == f1
