@@ -1,9 +1,15 @@
-"""``report.html``: what the agents saw, said and did, in one self-contained file (pictures as base64).
+"""``report.html``: what the agents saw, said and did, in one self-contained file (pictures as base64),
+written for the person who has to check the result and settle what the agents could not.
 
 Built from the trace alone plus the image and the two masks, so a resumed run's report covers the
-decisions of every attempt of the run. Shows the global MIP before and after, each round's summary,
-each try (block, instruction, the window's image and the change, verdict and reason), the escalated
-blocks, time per role and every note (dropped answers, fallbacks).
+decisions of every attempt of the run. The global z-MIPs before and after carry the block grid with ids,
+every accepted edit (green = voxels added, magenta = removed, a dashed box with its label ``e1``, ``e2``...)
+and every escalated defect (a cross labelled ``x1``, ``x2``... with its block). Each try says its
+instruction in block terms (where the editor's window sits in which block), shows the window's image and
+the change, and the verdict; each escalation gets voxel coordinates, also when a VLM Inspector named only
+the block (then from the windows tried, see :func:`~neurorefiner.agents.report_marks.locate`). Pictures
+stop at a byte budget (``max_bytes``) and the rest of the tries are listed as text, so a large run still
+opens in a browser: a 256^3 volume stays well under 5 MB.
 """
 
 from __future__ import annotations
@@ -14,14 +20,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from neurorefiner.agents.report_marks import ESCALATED, at, in_block_terms, locate, marked_global_png
 from neurorefiner.agents.trace import decode_mask
 from neurorefiner.topology.blocks import Block, slices_from_list
-from neurorefiner.topology.views import change_png, global_mask_png, png_bytes, side_by_side, xy_view, yz_view
+from neurorefiner.topology.views import change_png, png_bytes, side_by_side, xy_view, yz_view
 
 _CSS = """body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
 .ok{color:#1a7f37;font-weight:bold}.no{color:#b3261e;font-weight:bold}img{image-rendering:pixelated;max-width:100%}
-.pair{display:flex;gap:1em;flex-wrap:wrap}.small{color:#666;font-size:90%}"""
+.pair{display:flex;gap:1em;flex-wrap:wrap}.small{color:#666;font-size:90%}
+.add{color:#1a9e3f}.rem{color:#d61fd6}""" + f".esc{{color:{ESCALATED};font-weight:bold}}"
 
 
 def _img(png: bytes, alt: str) -> str:
@@ -42,17 +50,78 @@ def latest_decisions(records: Sequence[dict]) -> list[dict]:
     return list(seen.values())
 
 
+Key = tuple  # (round, block, defect, try)
+
+
+def _key(r: dict) -> Key:
+    return r["round"], r["block"], r["defect"], r["attempt"]
+
+
+def try_id(key: Key) -> str:
+    """The name a try has in the report, the review plugin and its trace records (1-based round and try)."""
+    return f"r{key[0] + 1}-b{key[1]}-d{key[2]}-t{key[3] + 1}"
+
+
+def escalation_places(escalated: Sequence[dict], edits: dict[Key, dict], blocks: Sequence[Block]) -> list[dict]:
+    """Each escalated defect with ``centre`` (ZYX voxels), ``located_by`` and the ids of its ``tries``."""
+    by_id = {b.id: b for b in blocks}
+    out = []
+    for item in escalated:
+        mine = sorted(k for k in edits if (k[0], k[1], k[2]) == (item.get("round"), item["block"], item.get("defect")))
+        windows = [slices_from_list(edits[k]["window"]) for k in mine]
+        centre, how = locate(str(item.get("key", "")), windows, by_id.get(item["block"]))
+        last = in_block_terms(windows[-1], by_id[item["block"]]) if windows and item["block"] in by_id else ""
+        out.append({**item, "centre": centre, "located_by": how, "tries": [try_id(k) for k in mine],
+                    "last_place": last})
+    return out
+
+
 def build_report(records: Sequence[dict], image: np.ndarray, before: np.ndarray, after: np.ndarray,
-                 blocks: Sequence[Block], summary: dict, max_tries: int = 200) -> str:
+                 blocks: Sequence[Block], summary: dict, max_tries: int = 200, max_bytes: int = 3_500_000) -> str:
     decisions = latest_decisions(records)
     flagged = sorted({f["block"] for r in decisions if r["role"] == "inspector" for f in r["decision"]["flags"]})
+    by_id = {b.id: b for b in blocks}
+    edits = {_key(r): r for r in decisions if r["role"] == "editor" and "window" in r}
+    verdicts = {_key(r): r for r in decisions if r["role"] == "validator"}
+    advice = {_key(r): r for r in decisions if r["role"] == "advisor"}
+    accepted = [k for k in sorted(edits) if (verdicts.get(k) or {}).get("decision", {}).get("accept")]
+    label = {k: f"e{i + 1}" for i, k in enumerate(accepted)}
+    places = escalation_places(summary.get("escalated_blocks") or [], edits, blocks)
+
+    marks = [(slices_from_list(edits[k]["window"]), decode_mask(edits[k]["before"]), decode_mask(edits[k]["after"]),
+              f"{label[k]} b{k[1]}") for k in accepted]
+    crosses = [(p["centre"], f"x{i + 1} b{p['block']}") for i, p in enumerate(places)]
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>neurorefiner report</title>"
              f"<style>{_CSS}</style></head><body><h1>Refinement report</h1>"]
     parts.append("<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in summary.items()
                                      if k != "escalated_blocks") + "</table>")
-    parts.append("<h2>Global view (z-MIP; red = blocks flagged in some round)</h2><div class='pair'>")
-    parts.append("<div><p>before</p>" + _img(global_mask_png(before, blocks, flagged), "mask before") + "</div>")
-    parts.append("<div><p>after</p>" + _img(global_mask_png(after, blocks, flagged), "mask after") + "</div></div>")
+    parts.append("<h2 id='global'>Global view (z-MIP)</h2><p class='small'>Block grid with ids (b0, b1, ...; red = "
+                 "flagged in some round). <span class='add'>Green</span> = voxels added, <span class='rem'>magenta"
+                 "</span> = removed by an accepted edit (dashed box, label e<i>n</i> and its block, listed under "
+                 "Edits); <span class='esc'>x<i>n</i></span> = a defect escalated to you (listed under Escalated)."
+                 "</p><div class='pair'>")
+    parts.append("<div><p>before</p>" + _img(marked_global_png(before, blocks, flagged, marks, crosses),
+                                            "mask before, edits and escalations marked") + "</div>")
+    parts.append("<div><p>after</p>" + _img(marked_global_png(after, blocks, flagged, marks, crosses),
+                                           "mask after, edits and escalations marked") + "</div></div>")
+
+    escalated_html = ["<h2 id='escalated'>Escalated (for a person)</h2>"]
+    if places:
+        escalated_html.append("<table><tr><th></th><th>block</th><th>defect</th><th>where (z, y, x voxels)</th>"
+                              "<th>tries</th><th>last instruction</th><th>why</th></tr>")
+        for i, p in enumerate(places):
+            links = ", ".join(f"<a href='#{t}'>{t}</a>" for t in p["tries"]) or "none"
+            escalated_html.append(
+                f"<tr class='escalation'><td class='esc'>x{i + 1}</td><td>{_e(p['block'])}</td>"
+                f"<td>{_e(p['kind'])} {_e(p['key'])}</td><td>{_e(at(p['centre']))} <span class='small'>"
+                f"({_e(p['located_by'])})</span></td><td>{links}</td><td>{_e(p.get('instruction', ''))}"
+                f"{' <span class=small>in ' + _e(p['last_place']) + '</span>' if p['last_place'] else ''}</td>"
+                f"<td>{_e(p['reason'])}</td></tr>")
+        escalated_html.append("</table><p class='small'>Settle them in napari: <code>neurorefiner review "
+                              "OUT_FOLDER</code> (docs/review.md).</p>")
+    else:
+        escalated_html.append("<p>none</p>")
+    parts += escalated_html
 
     rounds = [r for r in records if r.get("type") == "round_done"]
     if rounds:
@@ -65,40 +134,38 @@ def build_report(records: Sequence[dict], image: np.ndarray, before: np.ndarray,
             parts.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
         parts.append("</table>")
 
-    edits = {(r["round"], r["block"], r["defect"], r["attempt"]): r for r in decisions if r["role"] == "editor"}
-    verdicts = {(r["round"], r["block"], r["defect"], r["attempt"]): r for r in decisions if r["role"] == "validator"}
-    advice = {(r["round"], r["block"], r["defect"], r["attempt"]): r for r in decisions if r["role"] == "advisor"}
-    parts.append(f"<h2>Edits ({len(edits)} tries)</h2>")
-    if len(edits) > max_tries:
-        parts.append(f"<p class='small'>showing the first {max_tries}</p>")
-    for key in sorted(edits)[:max_tries]:
+    parts.append(f"<h2 id='edits'>Edits ({len(edits)} tries, {len(accepted)} accepted)</h2>")
+    used = sum(len(x) for x in parts)
+    pictured = 0
+    for key in sorted(edits):
         e, v, a = edits[key], verdicts.get(key), advice.get(key)
         window = slices_from_list(e["window"])
-        b, aft = decode_mask(e["before"]), decode_mask(e["after"])
-        img = image[window]
-        pictures = _img(png_bytes(side_by_side([xy_view(img), yz_view(img)]), 3), "image window") + \
-            _img(change_png(b, aft), "change: green added, magenta removed")
-        accepted = v is not None and v["decision"]["accept"]
-        verdict = "<span class='ok'>ACCEPT</span>" if accepted else "<span class='no'>REJECT</span>"
+        block = by_id.get(key[1])
+        place = in_block_terms(window, block) if block is not None else f"window z,y,x {_e(e['window'])}"
+        ok = v is not None and v["decision"]["accept"]
+        verdict = "<span class='ok'>ACCEPT</span>" if ok else "<span class='no'>REJECT</span>"
         reasoning = a.get("decision", {}).get("reason", "") if a and a.get("decision") else ""
-        parts.append(f"<h3>round {key[0] + 1}, block {key[1]}, defect {key[2]}, try {key[3] + 1}</h3>"
-                     f"<p><b>{_e(e['decision']['instruction'])}</b> <span class='small'>(window z,y,x "
-                     f"{_e(e['window'])}; +{e['decision']['added']} / -{e['decision']['removed']} voxels; "
-                     f"advisor: {_e(a['backend'] if a else '?')}: {_e(reasoning)})</span></p>"
-                     f"<div class='pair'>{pictures}</div>"
-                     f"<p>{verdict} {_e(v['decision']['reason'] if v else 'no verdict')} "
-                     f"<span class='small'>validator: {_e(v['backend'] if v else '?')}</span></p>")
-
-    escalated = summary.get("escalated_blocks") or []
-    parts.append("<h2>Escalated (for a person)</h2>")
-    if escalated:
-        parts.append("<table><tr><th>block</th><th>defect</th><th>last instruction</th><th>why</th></tr>")
-        for item in escalated:
-            parts.append(f"<tr><td>{_e(item['block'])}</td><td>{_e(item['kind'])} {_e(item['key'])}</td>"
-                         f"<td>{_e(item.get('instruction', ''))}</td><td>{_e(item['reason'])}</td></tr>")
-        parts.append("</table>")
-    else:
-        parts.append("<p>none</p>")
+        tag = f" <span class='add'>{label[key]}</span>" if key in label else ""
+        pictures = ""
+        if pictured < max_tries and used < max_bytes:
+            b, aft = decode_mask(e["before"]), decode_mask(e["after"])
+            img = image[window]
+            pictures = "<div class='pair'>" + \
+                _img(png_bytes(side_by_side([xy_view(img), yz_view(img)]), 3), "image window") + \
+                _img(change_png(b, aft), "change: green added, magenta removed") + "</div>"
+            pictured += 1
+        part = (f"<h3 id='{try_id(key)}'>{try_id(key)}{tag}: round {key[0] + 1}, block {key[1]}, defect {key[2]}, "
+                f"try {key[3] + 1}</h3><p><b>{_e(e['decision']['instruction'])}</b> in {_e(place)} "
+                f"<span class='small'>(volume z,y,x {_e(e['window'])}; +{e['decision']['added']} / "
+                f"-{e['decision']['removed']} voxels; advisor: {_e(a['backend'] if a else '?')}: "
+                f"{_e(reasoning)})</span></p>{pictures}"
+                f"<p>{verdict} {_e(v['decision']['reason'] if v else 'no verdict')} "
+                f"<span class='small'>validator: {_e(v['backend'] if v else '?')}</span></p>")
+        parts.append(part)
+        used += len(part)
+    if pictured < len(edits):
+        parts.append(f"<p class='small'>pictures for the first {pictured} tries only (at most {max_tries}, and "
+                     f"{max_bytes / 1e6:g} MB of pictures for the page); the rest are listed as text</p>")
     notes = [(r["role"], r["round"], r.get("block"), n) for r in decisions for n in r.get("notes") or []]
     if notes:
         parts.append("<h2>Notes (dropped answers, fallbacks)</h2><ul>")

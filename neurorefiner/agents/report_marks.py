@@ -42,6 +42,20 @@ def in_block_terms(window: Slices, block: Block) -> str:
     return f"block {block.id}, {', '.join(parts)} of the block"
 
 
+def locate(key: str, windows: Sequence[Slices], block: Block | None) -> tuple[tuple[float, float, float], str]:
+    """Where a defect is (ZYX voxels) and what says so: its anchors (the Inspector located it), else the centre
+    of the editor windows tried at it (a VLM Inspector names only the block), else its block's centre."""
+    anchors = defect_anchors(key)
+    if anchors:
+        return tuple(np.mean(np.asarray(anchors, float), axis=0).tolist()), "defect anchors"  # type: ignore
+    if windows:
+        centres = [[(s.start + s.stop - 1) / 2.0 for s in w] for w in windows]
+        return tuple(np.mean(centres, axis=0).tolist()), "edit windows tried"  # type: ignore[return-value]
+    if block is not None:
+        return tuple((s.start + s.stop - 1) / 2.0 for s in block.slices), "block centre"  # type: ignore
+    return (0.0, 0.0, 0.0), "unknown"
+
+
 def at(centre: Sequence[float]) -> str:
     z, y, x = (int(round(float(v))) for v in centre)
     return f"z {z}, y {y}, x {x}"
@@ -63,7 +77,7 @@ def marked_global_png(mask: np.ndarray, blocks: Sequence[Block], flagged: Sequen
             hit = change.any(axis=0)
             view = rgb[window[1], window[2]]
             view[hit] = np.array([int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
-    scale = max(5.0, min(11.0, max(h, w) / 70.0))
+    scale = max(7.0, min(12.0, max(h, w) / 50.0))
     fig, ax = plt.subplots(figsize=(scale * w / max(h, w), scale * h / max(h, w)), dpi=dpi)
     ax.imshow(np.clip(rgb, 0, 1), interpolation="nearest")
     marked = {int(b) for b in flagged}

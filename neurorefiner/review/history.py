@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from neurorefiner.agents.report import latest_decisions
-from neurorefiner.agents.report_marks import defect_anchors, in_block_terms
+from neurorefiner.agents.report_marks import in_block_terms, locate
 from neurorefiner.agents.trace import decode_mask
 from neurorefiner.topology.blocks import Block, Slices, slices_from_list
 
@@ -126,15 +126,7 @@ def escalations(records: Sequence[dict], blocks: Sequence[Block], tries: Sequenc
     out = []
     for block, st in _final_escalations(records):
         mine = [t for t in tries if (t.round, t.block, t.defect) == (st["round"], block, st["defect"])]
-        anchors = defect_anchors(st["key"])
-        if anchors:
-            centre, how = tuple(np.mean(np.asarray(anchors, float), axis=0).tolist()), "defect anchors"
-        elif mine:
-            centre, how = tuple(np.mean([t.centre for t in mine], axis=0).tolist()), "edit windows tried"
-        else:
-            b = by_id.get(block)
-            centre = tuple((s.start + s.stop - 1) / 2.0 for s in b.slices) if b else (0.0, 0.0, 0.0)
-            how = "block centre"
+        centre, how = locate(st["key"], [t.window for t in mine], by_id.get(block))
         out.append(Escalation(block, int(st["defect"]), int(st["round"]), str(st["kind"]), str(st["key"]),
                               str(st.get("reason", "")), str(st.get("instruction", "")), centre, how, mine,  # type: ignore[arg-type]
                               notes.get((st["round"], block, st["defect"]), [])))
