@@ -19,6 +19,7 @@ redone, a tile killed half way resumes from its own trace.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sys
 import time
@@ -157,7 +158,10 @@ class DaskExecutor:
             if failed:
                 raise TileFailure(f"{len(failed)} tile(s) failed (committed tiles are kept; run again to resume): "
                                   f"{failed[0]}")
-            levels = finish_pyramid(work / STORE, spacing, self.pyramid_min_side)
+            import dask
+
+            with dask.config.set({"array.rechunk.method": "tasks"}):
+                levels = finish_pyramid(work / STORE, spacing, self.pyramid_min_side)
             if self.overview:
                 self._overview(work, stats, work / STORE)
             for name in OUTPUTS:
@@ -185,11 +189,10 @@ class DaskExecutor:
             cluster = None
         else:
             cluster = LocalCluster(n_workers=int(self.n_workers), threads_per_worker=int(self.threads_per_worker),
-                                   memory_limit=self.memory_limit, dashboard_address=self.dashboard_address,
-                                   processes=True)
+                                   memory_limit=self.memory_limit, dashboard_address=self.dashboard_address or ":0",
+                                   processes=True, silence_logs=logging.ERROR)
             client = Client(cluster)
-        link = client.dashboard_link if self.dashboard_address or self.address else "(dashboard off)"
-        print(f"Dask dashboard: {link}", file=sys.stderr, flush=True)
+        print(f"Dask dashboard: {client.dashboard_link}", file=sys.stderr, flush=True)
         return client, cluster
 
     def _stats(self, image: ZarrSource, mask: ZarrSource) -> dict:

@@ -1,0 +1,142 @@
+"""``refine.py executor=dask`` on a 2-worker LocalCluster: the same refined mask as ``executor=local``, a killed
+run that resumes to the same mask, and bad input refused with one line before any cluster starts.
+
+The volume is a small SYNTHETIC stack (gold label with breaks cut and specks added), refined with the heuristic
+agents and the scripted editor of test_refine_loop, so a run takes seconds; the cluster is started once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neurorefiner.io import read_volume, write_volume
+from neurorefiner.io.ome_zarr import open_ome_zarr, write_ome_zarr_volume
+from tests.integration.test_refine_output_folder import one_error_line, refine_here
+
+ROOT = Path(__file__).resolve().parents[2]
+SHAPE = (32, 128, 256)
+FAKE = ["editor._target_=tests.integration.test_refine_loop.slow_editor", "+editor.delay=0", "loop.block_size=64",
+        "agent=heuristic", "progress=false"]
+DASK = ["executor=dask", "executor.chunks=[32,64,64]", "executor.halo=[0,64,64]", "executor.dashboard_address=null"]
+#: the killed run is a real refine.py process (its own LocalCluster, killed with it)
+
+
+@pytest.fixture(scope="module")
+def volume(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The stack as TIFF and as OME-Zarr, and its in-memory refinement (executor=local)."""
+    from neurorefiner.synth import render_volume
+    from neurorefiner.synth.presets import preset_params
+
+    tmp = tmp_path_factory.mktemp("whole_volume")
+    image, label, _, spacing = render_volume(preset_params("synthetic_cwmbs_weak").replace(shape=SHAPE), 0)
+    rng = np.random.default_rng(0)
+    mask = label.copy()
+    for z, y, x in np.argwhere(label)[rng.choice(int(label.sum()), size=6, replace=False)]:
+        mask[max(z - 2, 0):z + 3, max(y - 3, 0):y + 4, max(x - 3, 0):x + 4] = False
+    for _ in range(10):
+        z, y, x = (int(rng.integers(2, s - 3)) for s in SHAPE)
+        mask[z - 1:z + 2, y - 1:y + 2, x - 1:x + 2] = True
+    paths = {"tif": (write_volume(tmp / "img.tif", image, spacing=spacing), write_volume(tmp / "msk.tif", mask,
+                                                                                          spacing=spacing)),
+             "zarr": (write_ome_zarr_volume(tmp / "img.ome.zarr", image, spacing, (32, 64, 64)),
+                      write_ome_zarr_volume(tmp / "msk.ome.zarr", mask, spacing, (32, 64, 64)))}
+    refine_here([*FAKE, f"image={paths['tif'][0]}", f"mask={paths['tif'][1]}", f"out={tmp / 'local'}",
+                 "report=false", "~tracing"])
+    local = read_volume(tmp / "local" / "refined_mask.tif").load() > 0
+    assert (local != mask).sum() > 100  # the loop had real work
+    return {"tmp": tmp, "paths": paths, "mask": mask, "local": local, "spacing": spacing}
+
+
+@pytest.fixture(scope="module")
+def cluster():  # type: ignore[no-untyped-def]
+    import logging
+
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.ERROR) as c:
+        yield c.scheduler_address
+
+
+def refined(out: Path) -> np.ndarray:
+    return open_ome_zarr(out / "refined_mask.ome.zarr")[0][...] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tile", ["[32,128,256]", "[32,64,64]"], ids=["one_tile", "eight_tiles"])
+def test_dask_gives_the_in_memory_mask(volume: dict, cluster: str, tile: str) -> None:
+    """One tile: voxel for voxel, by construction (same blocks, same normalisation, nothing held back). Eight
+    tiles: the tiles' regions reach one block past their borders, so every block the in-memory run edits is
+    seen with the same neighbourhood; what can still differ is bounded here: only voxels within reach of an
+    edit whose block straddles a tile border (loop.halo + the editor's crop of a border), and none on this
+    stack. Removals of pieces that continue past a region (the border guard) are left to the tile that
+    holds them whole."""
+    img, msk = volume["paths"]["zarr"]
+    out = volume["tmp"] / f"dask_{len(tile)}_{tile.count('64')}"
+    summary = refine_here([*FAKE, *DASK, f"image={img}", f"mask={msk}", f"out={out}", f"executor.tile={tile}",
+                           f"executor.address={cluster}"])
+    got, want = refined(out), volume["local"]
+    differ = np.argwhere(got != want)
+    if tile == "[32,128,256]":
+        assert len(differ) == 0
+    else:
+        reach = 32 + 64   # loop.halo (default: half the editor's 64) + the editor's crop
+        near = [min(min(y % 64, 64 - y % 64), min(x % 64, 64 - x % 64)) <= reach for _, y, x in differ]
+        assert all(near) and len(differ) <= 0.05 * (want != volume["mask"]).sum(), len(differ)
+        assert len(differ) == 0  # what this stack measures (the bound above is what the design promises)
+    records = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
+    assert sum(r["type"] == "tile_done" for r in records) == summary["tiles"] and records[-1]["type"] == "done"
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == \
+        ["overview.png", "refined_mask.ome.zarr", "skeletons", "trace.jsonl", "traces"]
+    swc = [line for f in (out / "skeletons").iterdir() for line in f.read_text().splitlines() if line[:1].isdigit()]
+    assert len(swc) > 10 and len(list((out / "traces").iterdir())) >= 1
+
+
+@pytest.mark.slow
+def test_a_killed_dask_run_resumes_to_the_same_mask(volume: dict, tmp_path: Path) -> None:
+    img, msk = volume["paths"]["zarr"]
+    out = tmp_path / "out"
+    args = [sys.executable, str(ROOT / "refine.py"), *FAKE, *DASK, f"image={img}", f"mask={msk}", f"out={out}",
+            "executor.tile=[32,64,128]", "executor.n_workers=1", f"hydra.run.dir={tmp_path / 'run'}"]
+    env = {**os.environ, "WANDB_MODE": "offline", "PROJECT_ROOT": str(ROOT)}
+    args = [a.replace("+editor.delay=0", "+editor.delay=0.1") for a in args]   # the same settings in both runs
+    proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    trace = out / "trace.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if trace.exists() and trace.read_text().count('"type":"tile_done"') >= 1:
+            break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)   # the driver and its cluster's workers, mid-run
+    proc.wait()
+    committed = trace.read_text().count('"type":"tile_done"')
+    assert 1 <= committed < 4, committed
+    assert not (out / "refined_mask.ome.zarr").exists()    # no half-written output in out/
+    run = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"{committed} already committed" in run.stderr
+    np.testing.assert_array_equal(refined(out), volume["local"])
+
+
+def test_bad_input_is_one_line_before_any_cluster(volume: dict, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture) -> None:
+    img, msk = volume["paths"]["zarr"]
+    tif = volume["paths"]["tif"][1]
+    with pytest.raises(SystemExit) as exc:
+        refine_here([*FAKE, *DASK, f"image={img}", f"mask={tif}", f"out={tmp_path / 'a'}"])
+    assert "msk.tif: executor=dask reads OME-Zarr" in one_error_line(capsys, 2, exc)
+    other = write_ome_zarr_volume(tmp_path / "small.ome.zarr", volume["mask"][:16], volume["spacing"])
+    with pytest.raises(SystemExit) as exc:
+        refine_here([*FAKE, *DASK, f"image={img}", f"mask={other}", f"out={tmp_path / 'b'}"])
+    assert "small.ome.zarr: mask shape (16, 128, 256) differs from image shape (32, 128, 256)" in \
+        one_error_line(capsys, 2, exc)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
