@@ -8,7 +8,7 @@ export WANDB_MODE ?= offline
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help install demo test test-fast test-vllm serve-vlm bench lint format clean
+.PHONY: help install install-viewer demo test test-fast test-vllm serve-vlm bench lint format clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
@@ -24,6 +24,9 @@ install: $(STAMP) ## make .venv and install the package with dev extras on the C
 
 demo: install ## the main job: refine the shipped U-Net mask of a real DIADEM test stack, print before/after
 	$(BIN)/python -m neurorefiner.cli.demo
+
+install-viewer: install ## add the viewer extra (napari, PyQt5, pytest-qt): the review plugin and its headless test
+	$(BIN)/pip install -q -c constraints/cpu.txt -e '.[viewer]'
 
 test: install ## run the whole test suite (what CI runs)
 	$(BIN)/python -m pytest -q tests
