@@ -42,6 +42,7 @@ class ChatReply:
     tokens: dict = field(default_factory=dict)
     tries: int = 1
     structured: bool = True
+    rejected: list[str] = field(default_factory=list)   # answers of earlier tries that broke the schema
 
 
 def data_url(png: bytes) -> str:
@@ -78,7 +79,14 @@ class ChatClient:
     def _openai(self) -> Any:
         with self._lock:
             if self._client is None:
+                import logging
+
                 import openai
+
+                # one INFO line per request from the HTTP library buried a run's own output (and its progress
+                # bar) under hundreds of "HTTP Request: POST ..." lines; faults still surface as our errors
+                for name in ("httpx", "httpx2"):
+                    logging.getLogger(name).setLevel(logging.WARNING)
 
                 self._client = openai.OpenAI(base_url=self.base_url, api_key=self._key,
                                              timeout=self._timeout(self.timeout), max_retries=0)
@@ -103,6 +111,7 @@ class ChatClient:
         messages = self.messages(text, images)
         t0 = time.perf_counter()
         last, tries, dropped_schema = "", 0, False
+        rejected: list[str] = []
         while True:
             left = self.deadline - (time.perf_counter() - t0)
             if left <= 0:
@@ -112,7 +121,7 @@ class ChatClient:
             try:
                 content, tokens = self._ask_once(messages, schema if use_schema else None, schema_name,
                                                  min(self.timeout, left))
-                return ChatReply(content, time.perf_counter() - t0, tokens, tries, use_schema)
+                return ChatReply(content, time.perf_counter() - t0, tokens, tries, use_schema, rejected)
             except _SchemaRefused:
                 if use_schema and not dropped_schema:  # a server without structured output: ask plainly
                     self.structured, dropped_schema = False, True
@@ -121,6 +130,8 @@ class ChatClient:
                 raise AgentServerError(f"the model server at {self.base_url} refused the request (HTTP 400)") from None
             except _Fault as exc:
                 last = str(exc)
+                if exc.answer is not None:
+                    rejected.append(exc.answer)
             if tries > self.max_retries:
                 raise self._gave_up(tries, last)
             pause = self.backoff * (2 ** (tries - 1))
@@ -163,12 +174,17 @@ class ChatClient:
         if schema is not None:
             broken = schema_shape_error(content, schema)
             if broken:
-                raise _Fault(f"the answer breaks the requested schema: {broken}")
+                raise _Fault(f"the answer breaks the requested schema: {broken}", answer=content)
         return content, tokens
 
 
 class _Fault(Exception):
-    """A server fault worth another try (timeouts, 5xx, malformed replies)."""
+    """A server fault worth another try (timeouts, 5xx, malformed replies); ``answer``: the model's text when
+    there was one (an answer that broke the schema), kept for the trace."""
+
+    def __init__(self, message: str, answer: str | None = None) -> None:
+        super().__init__(message)
+        self.answer = answer
 
 
 class _SchemaRefused(Exception):

@@ -165,8 +165,11 @@ class _Role:
 
     def request(self, text: str, images: Sequence[bytes], reply: ChatReply) -> dict:
         """One request as the trace keeps it (the writer stores prompt and pictures by hash)."""
-        return {"model": self.client.model, "schema": self.role, "prompt": text, "images": list(images),
-                "answer": reply.content, "structured": reply.structured}
+        out = {"model": self.client.model, "schema": self.role, "prompt": text, "images": list(images),
+               "answer": reply.content, "structured": reply.structured}
+        if reply.rejected:  # answers the client asked again for because they broke the schema
+            out["rejected_answers"] = list(reply.rejected)
+        return out
 
     def ask(self, text: str, images: Sequence[bytes], schema: dict
             ) -> tuple[dict | None, ChatReply, list[str], list[dict]]:
