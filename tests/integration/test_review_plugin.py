@@ -90,9 +90,10 @@ def display() -> None:
     os.environ["DISPLAY"], os.environ["QT_QPA_PLATFORM"] = f":{number}", "xcb"
 
 
-def test_the_napari_plugin_opens_the_folder_and_lists_its_escalations(run_folder: Path, display, request) -> None:
+def test_the_napari_plugin_opens_the_folder_and_lists_its_escalations(run_folder: Path, request) -> None:
     pytest.importorskip("napari", reason="the viewer extra is not installed (pip install -e '.[viewer]')")
     pytest.importorskip("pytestqt", reason="pytest-qt is not installed (the viewer extra)")
+    request.getfixturevalue("display")
     from neurorefiner.review.layers import CORRECTION, EDITS, ESCALATIONS
     from neurorefiner.review.napari_widget import ReviewWidget
 
