@@ -23,6 +23,7 @@ from neurorefiner.topology.blocks import Block, grid_blocks
 REFINED = "refined_mask.tif"
 SWC = "refined_mask.swc"
 REVIEWED = "reviewed_mask.tif"
+WHOLE_VOLUME = "refined_mask.ome.zarr"   # executor=dask writes this instead of REFINED
 
 
 @dataclass
@@ -93,6 +94,9 @@ def open_folder(folder: str | Path, image: str | Path | None = None, mask: str |
     path = Path(folder)
     records, header = read_run_records(path)
     refined_path = path / REFINED
+    if not refined_path.is_file() and (path / WHOLE_VOLUME).exists():
+        raise InputError(f"a whole-volume run (executor=dask, {WHOLE_VOLUME}): the review opens in-memory runs "
+                         f"({REFINED}) only; review one tile's run, or refine a crop with executor=local", path)
     if not refined_path.is_file():
         raise InputError(f"missing: the run did not finish (run the same refine.py command again to resume it; "
                          f"{TRACE} keeps its decisions)", refined_path)

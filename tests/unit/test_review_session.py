@@ -112,8 +112,8 @@ def test_decisions_and_paint_make_the_saved_mask_and_a_review_record(run) -> Non
         s.decide("r1-b0-d0-t1", "maybe")
 
 
-@pytest.mark.parametrize("problem", ["missing", "file", "no_trace", "no_run", "unfinished", "image_moved",
-                                     "shape"])
+@pytest.mark.parametrize("problem", ["missing", "file", "no_trace", "no_run", "unfinished", "whole_volume",
+                                     "image_moved", "shape"])
 def test_a_folder_that_is_no_finished_run_is_one_error_naming_the_file(run, problem: str) -> None:
     out, _, _ = run
     target = out
@@ -127,12 +127,16 @@ def test_a_folder_that_is_no_finished_run_is_one_error_naming_the_file(run, prob
         (out / "trace.jsonl").write_text('{"type": "decision"}\n')
     elif problem == "unfinished":
         (out / "refined_mask.tif").unlink()
+    elif problem == "whole_volume":
+        (out / "refined_mask.tif").unlink()
+        (out / "refined_mask.ome.zarr").mkdir()
     elif problem == "image_moved":
         (out.parent / "img.tif").rename(out.parent / "elsewhere.tif")
     elif problem == "shape":
         write_volume(out / "refined_mask.tif", np.zeros((2, 2, 2), bool))
     names = {"missing": "nope", "file": "refined_mask.tif", "no_trace": "trace.jsonl", "no_run": "trace.jsonl",
-             "unfinished": "refined_mask.tif", "image_moved": "img.tif", "shape": "refined_mask.tif"}
+             "unfinished": "refined_mask.tif",
+             "whole_volume": "refined_mask.ome.zarr", "image_moved": "img.tif", "shape": "refined_mask.tif"}
     with pytest.raises(InputError) as exc:
         open_folder(target)
     assert names[problem] in str(exc.value) and "\n" not in str(exc.value)
