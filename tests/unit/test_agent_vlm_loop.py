@@ -234,7 +234,7 @@ def test_an_unreadable_inspection_keeps_the_answers_in_the_trace(tmp_path: Path)
     assert first["backend"] == "heuristic" and "Still fine." in " ".join(first["notes"])
 
 
-def compose_refine(tmp_path: Path, *overrides: str):  # type: ignore[no-untyped-def]
+def compose_refine(tmp_path: Path, *overrides: str, agent: str = "vlm"):  # type: ignore[no-untyped-def]
     from hydra import compose, initialize_config_dir
 
     image, m = scene()
@@ -245,8 +245,25 @@ def compose_refine(tmp_path: Path, *overrides: str):  # type: ignore[no-untyped-
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf")):
         return compose(config_name="refine", overrides=[
             f"image={tmp_path / 'img.tif'}", f"mask={tmp_path / 'msk.tif'}", f"out={tmp_path / 'out'}",
-            "agent=vlm", "~tracing", "progress=false", "t_max=2", "loop.block_size=32", "loop.editor_size=[16,32,32]",
+            f"agent={agent}", "~tracing", "progress=false", "t_max=2", "loop.block_size=32",
+            "loop.editor_size=[16,32,32]",
             "editor._target_=tests.unit.test_agent_vlm_loop.stub_editor", *overrides])
+
+
+def test_refine_against_the_fake_server_then_replayed_without_it_gives_the_same_mask(tmp_path: Path) -> None:
+    from neurorefiner.io import read_volume
+    from neurorefiner.refinement_entry import run as refine_run
+
+    with FakeVLM({"advisor": [Answer("hmm"), Answer(FIGURE_2)]}) as server:
+        summary = refine_run(compose_refine(tmp_path, f"agent.base_url={server.url}"))
+    out = tmp_path / "out"
+    first = read_volume(out / "refined_mask.tif").load()
+    (out / "trace.jsonl").rename(tmp_path / "vlm.jsonl")
+    again = refine_run(compose_refine(tmp_path, f"agent.trace={tmp_path / 'vlm.jsonl'}", "overwrite=true",
+                                      agent="replay"))
+    assert np.array_equal(read_volume(out / "refined_mask.tif").load(), first)
+    assert {k: again[k] for k in ("accepted", "rejected")} == {k: summary[k] for k in ("accepted", "rejected")}
+    assert summary["rejected"] >= 1 and (out / "report.html").is_file()
 
 
 @pytest.mark.parametrize("always", [Status(500), Hang(5.0)], ids=["http_500", "hang"])
