@@ -296,3 +296,22 @@ def test_table_4_rows_ask_their_own_models_at_the_given_server() -> None:
     for name, model in want.items():
         agent = build_method(method_node(cfg, name)).agent_cfg
         assert agent["client"]["model"] == model and agent["client"]["base_url"] == "http://gpu-host:8000/v1"
+
+
+def test_evaluate_with_a_server_that_dies_mid_run_ends_in_one_line_and_exit_2(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Table 4 checks the server before it starts; one that dies later used to end evaluate.py in a traceback."""
+    from hydra import compose, initialize_config_dir
+
+    from neurorefiner.agents.vlm import AgentServerError
+    from neurorefiner.evaluation import entry, runner
+
+    def dies(*_: object, **__: object) -> list:
+        raise AgentServerError("the model server at http://gpu-host:8000/v1 did not answer after 2 tries (HTTP 500)")
+
+    monkeypatch.setattr(runner, "evaluate", dies)
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf")):
+        cfg = compose(config_name="evaluate", overrides=["experiment=table_4_foundation_model"])
+    with pytest.raises(SystemExit) as done:
+        entry.run(cfg)
+    err = capsys.readouterr().err.strip()
+    assert done.value.code == 2 and len(err.splitlines()) == 1 and "did not answer" in err
