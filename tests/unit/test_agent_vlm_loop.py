@@ -315,3 +315,20 @@ def test_evaluate_with_a_server_that_dies_mid_run_ends_in_one_line_and_exit_2(mo
         entry.run(cfg)
     err = capsys.readouterr().err.strip()
     assert done.value.code == 2 and len(err.splitlines()) == 1 and "did not answer" in err
+
+
+@pytest.mark.parametrize("answer,expected", [
+    (FIGURE_2, "Repair break at top-center-rear"),                                   # prose, no JSON
+    ('Instruction: "Repair break at top-left-rear"', "Repair break at top-left-rear"),  # key-value text
+    ('{"Instruction": "Remove the isolated noise located in the left upper front"}',
+     "Remove isolated noise at top-left-front"),
+    ("I see a gap in the middle.\nConnect neuron from top-left-rear to bottom-left-front",
+     "Connect neuron from top-left-rear to bottom-left-front"),                     # the last line that parses
+    ('{"reasoning": "a break at the top left", "instruction": "fix it"}', None),      # its reasoning is not read
+    ("", None),
+])
+def test_read_instruction_is_tolerant_only_where_the_meaning_is_clear(answer: str, expected: str | None) -> None:
+    from neurorefiner.agents.vlm.roles import read_instruction
+
+    said, why, _ = read_instruction(answer)
+    assert (said.format() if said else None) == expected and (bool(why) == (expected is None))

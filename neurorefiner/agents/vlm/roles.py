@@ -83,21 +83,23 @@ def quote(text: str | None) -> str:
 
 
 def read_instruction(content: str | None) -> tuple[Instruction | None, str, str]:
-    """(instruction, why not, reasoning) from an Advisor's answer. JSON with an ``instruction`` key is read
-    first; an answer without JSON (the paper's prompt asks for none) is read line by line from the end,
-    then as a whole, through the tolerant grammar parser. ``why`` says what failed when nothing parses."""
+    """(instruction, why not, reasoning) from an Advisor's answer, through the tolerant grammar parser: the
+    JSON ``instruction`` (any case; also ``command`` or ``correction``) when the answer names one; otherwise
+    (no JSON, as the paper's prompt asks, or JSON without that key) the text line by line from the end, then
+    as a whole. ``why`` says what failed when nothing parses."""
     text = "" if content is None else str(content)
     if not text.strip():
         return None, "empty answer", ""
     reasoning, candidates = "", []
     try:
-        answer = parse_json(text)
+        answer = {str(k).strip().lower(): v for k, v in parse_json(text).items()}
         reasoning = str(answer.get("reasoning", answer.get("reason", "")))
-        said = answer.get("instruction", answer.get("command", answer.get("correction")))
-        if said is None or not str(said).strip():
-            return None, "no instruction in the answer", reasoning
-        candidates = [str(said)]
+        said = next((answer[k] for k in ("instruction", "command", "correction") if k in answer), None)
+        if said is not None and str(said).strip():
+            candidates.append(str(said))  # the model named its instruction: only that is read (not its reasoning)
     except AnswerParseError:
+        pass
+    if not candidates:
         lines = [ln.strip(" -*`\"'") for ln in text.splitlines() if ln.strip()]
         candidates = lines[::-1] + [text]
     first_error = ""
