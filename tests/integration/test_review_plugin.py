@@ -49,6 +49,26 @@ def test_a_saved_review_is_refined_on_and_the_run_still_resumes(run_folder: Path
     assert summary["mask"] == str(saved) and (tmp_path / "next" / "refined_mask.tif").exists()
 
 
+def _escalations_the_run_counted(folder: Path) -> int:
+    from neurorefiner.agents.trace import read_trace
+
+    return [r for r in read_trace(folder / "trace.jsonl", repair=False) if r.get("type") == "done"][-1][
+        "counts"]["escalated"]
+
+
+def test_make_demos_folder_lists_the_escalations_the_run_counted(project_root: Path) -> None:
+    """On the real ``make demo`` output (outputs/demo, where it was run: minutes of CPU, so not here)."""
+    from neurorefiner.review.folder import open_folder
+    from neurorefiner.review.session import ReviewSession
+
+    demo = project_root / "outputs" / "demo"
+    if not (demo / "refined_mask.tif").exists():
+        pytest.skip("make demo has not been run here (outputs/demo); the demo-config folder stands in above")
+    s = ReviewSession(open_folder(demo))
+    assert len(s.escalations) == _escalations_the_run_counted(demo)
+    assert all(e.tries or e.notes for e in s.escalations)
+
+
 def test_the_manifest_is_valid() -> None:
     npe2 = pytest.importorskip("npe2", reason="the viewer extra is not installed (pip install -e '.[viewer]')")
     pm = npe2.PluginManager.instance()
@@ -109,7 +129,7 @@ def test_the_napari_plugin_opens_the_folder_and_lists_its_escalations(run_folder
     s = widget.session
     assert {EDITS, ESCALATIONS, CORRECTION, "image", "initial mask", "refined mask", "SWC (refined)"} <= \
         {layer.name for layer in viewer.layers}
-    assert widget.escalation_list.count() == len(s.escalations) >= 1
+    assert widget.escalation_list.count() == len(s.escalations) == _escalations_the_run_counted(run_folder) >= 1
     assert widget.escalation_list.item(0).text().startswith(f"block {s.escalations[0].block}: ")
     widget.escalation_list.setCurrentRow(0)                    # a click: the view goes there, the tries show
     e = s.escalations[0]
