@@ -121,8 +121,9 @@ def escalations(records: Sequence[dict], blocks: Sequence[Block], tries: Sequenc
     notes: dict[tuple, list[str]] = {}
     for r in latest_decisions(records):
         if r["role"] == "advisor" and r.get("decision") is None:
-            notes.setdefault((r["round"], r["block"], r["defect"]), []).append(
-                f"try {int(r['attempt']) + 1}: the advisor had no instruction to try")
+            why = (f"the advisor's answer was not an instruction ({r['unreadable']})" if r.get("unreadable")
+                   else "the advisor had no instruction to try")
+            notes.setdefault((r["round"], r["block"], r["defect"]), []).append(f"try {int(r['attempt']) + 1}: {why}")
     out = []
     for block, st in _final_escalations(records):
         mine = [t for t in tries if (t.round, t.block, t.defect) == (st["round"], block, st["defect"])]

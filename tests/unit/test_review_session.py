@@ -53,6 +53,8 @@ def write_run(tmp: Path) -> tuple[Path, np.ndarray, np.ndarray]:
                 "inputs": {"image": str(tmp / "img.tif"), "mask": str(tmp / "msk.tif")}},
                *_decisions(0, 0, 0, w0, initial[:, :, :16], refined[:, :, :16], True, "Connect at a to b"),
                *_decisions(0, 1, 0, w1, initial[:, :, 16:], speck_gone, False, "Remove isolated noise at c"),
+               {"type": "decision", "round": 0, "block": 1, "defect": 0, "attempt": 1, "role": "advisor",
+                "decision": None, "unreadable": "no position named"},     # a VLM answer outside the grammar
                {"type": "block_done", "round": 0, "block": 0, "outcome": {"statuses": [
                    {"defect": 0, "key": "FN:4,8,5;4,8,9", "kind": "FN", "status": "fixed", "attempts": 1}]}},
                {"type": "block_done", "round": 0, "block": 1, "outcome": {"statuses": [
@@ -75,6 +77,7 @@ def test_tries_and_escalations_come_from_the_trace(run) -> None:
     [e] = s.escalations
     assert (e.block, e.kind, e.located_by) == (1, "FP", "edit windows tried")   # no anchors: the window's centre
     assert e.centre == (3.5, 7.5, 23.5) and [t.id for t in e.tries] == ["r1-b1-d0-t1"]
+    assert e.notes == ["try 2: the advisor's answer was not an instruction (no position named)"]
     layer = s.edits_layer(kept=True)
     assert (layer == ADD).sum() == 3 and (layer == REMOVE).sum() == 0
     assert (s.edits_layer(kept=False) == REMOVE).sum() == 1
