@@ -32,12 +32,13 @@ class Case:
     unit: str = "s"
     notes: str = ""
     extra: Callable[[Any, float], dict] | None = field(default=None)  # derived figures (e.g. samples/s)
+    warmup: bool = True  # False: no untimed first call (a case whose one call takes minutes, e.g. a whole volume)
 
 
-def median_time(fn: Callable[[Any], Any], arg: Any, repeats: int) -> float:
+def median_time(fn: Callable[[Any], Any], arg: Any, repeats: int, warmup: bool = True) -> float:
     if SMOKE:
         repeats = 1
-    else:
+    elif warmup:
         fn(arg)  # warm-up: JIT compilation, caches
     times = []
     for _ in range(repeats):
@@ -49,10 +50,10 @@ def median_time(fn: Callable[[Any], Any], arg: Any, repeats: int) -> float:
 
 def measure(case: Case) -> dict:
     arg = case.setup()
-    t = median_time(case.run, arg, case.repeats)
+    t = median_time(case.run, arg, case.repeats, case.warmup)
     row: dict = {"case": case.name, "median_s": t, "repeats": case.repeats}
     if case.reference is not None:
-        tr = median_time(case.reference, arg, case.repeats)
+        tr = median_time(case.reference, arg, case.repeats, case.warmup)
         row.update(reference=case.reference_name, reference_s=tr, ratio=t / tr if tr > 0 else float("inf"))
     if case.budget_s is not None:
         row.update(budget_s=case.budget_s, within_budget=t <= case.budget_s)

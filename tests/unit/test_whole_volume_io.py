@@ -69,11 +69,14 @@ def test_not_ome_zarr_is_refused_naming_the_file(tmp_path: Path) -> None:
 def test_tiles_cover_the_volume_once_and_align_to_blocks() -> None:
     shape = (40, 300, 520)
     tile, halo, _ = check_plan((32, 128, 256), (8, 64, 128), (16, 64, 128), block_size=64, block_depth=None)
-    tiles = plan_tiles(shape, tile, halo)
+    tiles = plan_tiles(shape, tile, halo, (1, 64, 64))
     cover = np.zeros(shape, np.int32)
     for t in tiles:
         cover[t.interior] += 1
         assert all(r.start <= i.start and i.stop <= r.stop for i, r in zip(t.interior, t.region))
+        # a border tile's region is pushed inward, not cut: every task reads about as much (flat memory)
+        for axis, want in ((1, 128 + 2 * 64), (2, 256 + 2 * 128)):
+            assert want <= t.region[axis].stop - t.region[axis].start < want + 64
         # the loop's blocks over the region are the volume's blocks there (same grid)
         for b in grid_blocks([s.stop - s.start for s in t.region], 64):
             assert all((b.slices[a].start + t.region[a].start) % 64 == 0 for a in (1, 2))

@@ -87,7 +87,8 @@ class DaskExecutor:
         spacing = tuple(float(v) for v in cfg.spacing) if cfg.get("spacing") else image_spacing
         settings = loop_settings(cfg)
         tile, halo, chunks = check_plan(self.tile, self.halo, self.chunks, settings.block_size, settings.block_depth)
-        tiles = plan_tiles(image.shape, tile, halo)
+        block = (settings.block_depth or 1, settings.block_size, settings.block_size)
+        tiles = plan_tiles(image.shape, tile, halo, block)
         inputs = {"image": str(cfg.image), "mask": str(cfg.mask)}
         with OutputLock(out, inputs):
             client, cluster = self._client()

@@ -58,11 +58,13 @@ class TileJob:
 def normalise(data: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """float32 in [0, 1] with the whole volume's min and max: the same arithmetic as
     :meth:`neurorefiner.io.Volume.normalized` (float32 throughout), so one tile equals the in-memory run."""
-    data = np.asarray(data).astype(np.float32)
+    data = np.array(data, dtype=np.float32)   # a copy: the operations below work in place (one region in memory)
     lo32, hi32 = np.float32(lo), np.float32(hi)
     if hi32 <= lo32:
         return np.zeros_like(data)
-    return np.clip((data - lo32) / (hi32 - lo32), 0.0, 1.0)
+    data -= lo32
+    data /= hi32 - lo32
+    return np.clip(data, 0.0, 1.0, out=data)
 
 
 def _loop(job: TileJob) -> RefinementLoop:

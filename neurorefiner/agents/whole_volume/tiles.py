@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from neurorefiner.errors import InputError
-from neurorefiner.topology.blocks import Slices, expand
+from neurorefiner.topology.blocks import Slices
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,14 @@ def check_plan(tile: Sequence[int], halo: Sequence[int], chunks: Sequence[int], 
     return t, h, c
 
 
-def plan_tiles(shape: Sequence[int], tile: Sequence[int], halo: Sequence[int]) -> list[Tile]:
-    """Tiles in z, y, x order (row-major, ids from 0); edge tiles are smaller, regions clipped to the volume."""
+def plan_tiles(shape: Sequence[int], tile: Sequence[int], halo: Sequence[int],
+               align: Sequence[int] = (1, 1, 1)) -> list[Tile]:
+    """Tiles in z, y, x order (row-major, ids from 0); edge tiles are smaller.
+
+    Every region is the tile grown by ``halo`` on each side, clipped to the volume; a region cut short by the
+    volume's border is pushed inward instead (its start kept on a multiple of ``align``, the loop's block),
+    so a task at the border reads as much as one inside: a worker's memory then depends on the plan only,
+    not on where its tile lies or how large the volume is."""
     d, hgt, w = (int(s) for s in shape)
     tz, ty, tx = (int(v) for v in tile)
     tiles: list[Tile] = []
@@ -68,5 +74,19 @@ def plan_tiles(shape: Sequence[int], tile: Sequence[int], halo: Sequence[int]) -
         for y0 in range(0, hgt, ty):
             for x0 in range(0, w, tx):
                 interior = (slice(z0, min(d, z0 + tz)), slice(y0, min(hgt, y0 + ty)), slice(x0, min(w, x0 + tx)))
-                tiles.append(Tile(len(tiles), interior, expand(interior, tuple(halo), shape)))
+                region = tuple(_region(s, int(h), int(n), int(a), int(t))
+                               for s, h, n, a, t in zip(interior, halo, shape, align, tile))
+                tiles.append(Tile(len(tiles), interior, region))  # type: ignore[arg-type]
     return tiles
+
+
+def _region(inner: slice, halo: int, n: int, align: int, tile: int) -> slice:
+    """One axis of a region: ``tile + 2 * halo`` long where the volume allows, around ``inner``."""
+    want = min(n, tile + 2 * halo)
+    lo, hi = inner.start - halo, inner.stop + halo
+    if lo < 0:
+        lo, hi = 0, min(n, want)
+    if hi > n:
+        lo = max(0, n - want) // max(align, 1) * max(align, 1)
+        hi = n
+    return slice(min(lo, inner.start), max(hi, inner.stop))

@@ -1,0 +1,121 @@
+"""``refine.py executor=dask`` on two synthetic OME-Zarr volumes, one 4x the other (256 x 1024 x 1024 and
+256 x 2048 x 2048 voxels): each worker's peak memory must stay flat between the two (within 25 %), and the
+time should grow no worse than linearly (ratio <= 4, plus what the halo of the volume's inner tiles costs).
+
+The volumes are tiled from one generated stack (SYNTHETIC synthetic_cwmbs_weak, 256 x 512 x 512, its gold label
+with breaks cut into it and specks added), mirrored at every seam so that fibres run on across tiles. The run
+is the whole engine: a 2-worker LocalCluster (1 thread each), the default plan (tiles 256 x 512 x 512, halo 128
+in y and x, chunks 64 x 256 x 256), the shipped TopoRefineNet editor, pyramid, per-tile kimimaro skeletons and
+the overview. The agents are the heuristic ones: the learned Inspector scores every candidate of a 768 x 768
+region, which would take the large run past the 15 minutes a bench case may take on 2 cores.
+
+Peak memory is each worker process's ``ru_maxrss`` (what the kernel saw it hold, everything included), taken
+from the tiles' summaries. ``BENCH_WHOLE_VOLUME=quick`` runs 128 x 512 x 512 and 128 x 1024 x 1024 (tiles of
+128 x 256 x 256) instead.
+Both volumes have tiles inside and on the border; border tiles read a region as large as inner ones (the plan
+pushes it inward), so the worker's memory is the plan's, whatever the volume.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from bench.core import SMOKE, Case
+
+QUICK = os.environ.get("BENCH_WHOLE_VOLUME") == "quick"
+if SMOKE:
+    BASE, SMALL, LARGE = (32, 128, 128), (32, 128, 128), (32, 256, 256)
+    PLAN = ["executor.tile=[32,128,128]", "executor.chunks=[32,64,64]", "executor.halo=[0,128,128]"]
+    BREAKS, SPECKS = 0, 0   # smoke: the gold as it is, so no editor call (its figures mean nothing anyway)
+elif QUICK:
+    BASE, SMALL, LARGE = (128, 256, 256), (128, 512, 512), (128, 1024, 1024)
+    PLAN = ["executor.tile=[128,256,256]"]
+    BREAKS, SPECKS = 2, 4
+else:
+    BASE, SMALL, LARGE = (256, 512, 512), (256, 1024, 1024), (256, 2048, 2048)
+    PLAN = []
+    BREAKS, SPECKS = 2, 4
+
+
+def _base() -> tuple[np.ndarray, np.ndarray, tuple]:
+    from neurorefiner.synth import render_volume
+    from neurorefiner.synth.presets import preset_params
+
+    image, label, _, spacing = render_volume(preset_params("synthetic_cwmbs_weak").replace(shape=BASE), 0)
+    rng = np.random.default_rng(0)
+    mask = label.copy()
+    fg = np.argwhere(label)
+    for z, y, x in fg[rng.choice(len(fg), size=min(BREAKS, len(fg)), replace=False)]:
+        mask[max(z - 2, 0):z + 3, max(y - 4, 0):y + 5, max(x - 4, 0):x + 5] = False
+    for _ in range(SPECKS):
+        z, y, x = (int(rng.integers(2, s - 3)) for s in BASE)
+        mask[z - 1:z + 2, y - 1:y + 2, x - 1:x + 2] = True
+    return image, mask, spacing
+
+
+def _tiled(base: np.ndarray, shape: tuple[int, int, int]):  # type: ignore[no-untyped-def]
+    """``base`` repeated over ``shape`` as a Dask array, mirrored at every seam (fibres run on)."""
+    import dask.array as da
+
+    ny, nx = shape[1] // base.shape[1], shape[2] // base.shape[2]
+    b = da.from_array(base, chunks=(64, 256, 256))
+    rows = [[b[:, ::(-1 if r % 2 else 1), ::(-1 if c % 2 else 1)] for c in range(nx)] for r in range(ny)]
+    return da.block([[x for x in row] for row in rows])
+
+
+def _setup() -> dict:
+    from neurorefiner.io.ome_zarr import write_ome_zarr_volume
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_whole_volume_"))
+    image, mask, spacing = _base()
+    for name, shape in (("small", SMALL), ("large", LARGE)):
+        write_ome_zarr_volume(tmp / f"{name}_image.ome.zarr", _tiled(image, shape), spacing)
+        write_ome_zarr_volume(tmp / f"{name}_mask.ome.zarr", _tiled(mask, shape), spacing)
+    return {"tmp": tmp, "summaries": {}}
+
+
+def _refine(arg: dict, name: str) -> None:
+    from hydra import compose, initialize_config_dir
+
+    from neurorefiner.paths import project_root
+    from neurorefiner.refinement_entry import run
+
+    tmp = arg["tmp"]
+    shutil.rmtree(tmp / f"{name}_out", ignore_errors=True)
+    with initialize_config_dir(version_base="1.3", config_dir=str(project_root() / "conf")):
+        cfg = compose(config_name="refine", overrides=[
+            "executor=dask", "agent=heuristic", f"image={tmp / f'{name}_image.ome.zarr'}",
+            f"mask={tmp / f'{name}_mask.ome.zarr'}", f"out={tmp / f'{name}_out'}", "progress=false",
+            "executor.n_workers=2", "executor.threads_per_worker=1", "executor.dashboard_address=null", *PLAN,
+            "paths.output_dir=/tmp/nr-unused"])
+    arg["summaries"][name] = run(cfg)
+
+
+def _figures(arg: dict, t: float) -> dict:
+    out: dict = {}
+    for name in ("small", "large"):
+        s = arg["summaries"][name]
+        peaks = sorted(s["peak worker memory GiB"].values())
+        out[f"{name}_peak_worker_gib_max"] = float(max(peaks))
+        out[f"{name}_peak_worker_gib_min"] = float(min(peaks))
+        out[f"{name}_accepted"] = float(s["accepted"])
+        out[f"{name}_tiles"] = float(s["tiles"])
+    out["memory_ratio_large_to_small"] = out["large_peak_worker_gib_max"] / out["small_peak_worker_gib_max"]
+    out["memory_flat_within_25pct"] = float(abs(out["memory_ratio_large_to_small"] - 1.0) <= 0.25)
+    out["volume_ratio"] = float(np.prod(LARGE) / np.prod(SMALL))
+    shutil.rmtree(arg["tmp"], ignore_errors=True)
+    return out
+
+
+CASES = [
+    Case(f"whole_volume/dask_{'x'.join(map(str, LARGE))}", _setup, lambda a: _refine(a, "large"),
+         reference=lambda a: _refine(a, "small"), reference_name=f"same engine, {'x'.join(map(str, SMALL))} (1/4)",
+         repeats=1, warmup=False, extra=_figures,
+         notes="executor=dask, 2-worker LocalCluster, heuristic agents + shipped TopoRefineNet editor; ratio = time "
+               "ratio large/small (volume ratio 4); peak memory per worker must stay within 25 %"),
+]
