@@ -7,11 +7,14 @@ would train on one GPU's data N times. For validation, ``DistributedSampler`` pa
 repeats until it divides by the world size, so a repeated case would count twice in the validation mean and
 the checkpoint pick would differ from a one-device run.
 
-* :class:`KeyedCropSampler` yields keys ``(seed, epoch, position)``; a dataset draws item ``position`` of
-  ``epoch`` from ``numpy.random.default_rng(key)`` (:func:`key_rng`). Each rank takes every
-  ``world``-th position of one seeded permutation, so the ranks' crops are disjoint and deterministic, a
-  resumed run draws what the killed one would have drawn, and crop ``(epoch, i)`` is the same crop on one
-  device or eight.
+* :class:`KeyedCropSampler` yields keys ``(seed, n)``: ``n`` is the crop's place in one stream of crops shared
+  by all ranks (rank ``r`` of ``W`` takes ``n = k * W + r`` for its ``k``-th crop), and a dataset draws crop
+  ``n`` from ``numpy.random.default_rng(key)`` (:func:`key_rng`). So the ranks' crops are disjoint and
+  deterministic, a step on W devices trains on the crops one device would see with a W times larger batch,
+  and a run resumed from ``last.ckpt`` draws what the killed run would have drawn: the sampler starts each
+  pass at the crops already consumed, which the training callback
+  (``neurorefiner.training.distributed.StepSeed``) reads from the trainer's step count (Lightning's own
+  epoch counters are not exact when a step-budgeted run resumes).
 * :class:`ShardSampler` gives rank ``r`` the items ``r, r + world, ...``: every validation item exactly once
   over all ranks (unequal counts are fine: validation does no gradient sync).
 
@@ -21,13 +24,13 @@ Both subclass ``DistributedSampler`` only so that Lightning keeps them (it repla
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import torch.distributed as dist
 from torch.utils.data import DistributedSampler
 
-Key = tuple[int, int, int]
+Key = tuple[int, int]
 
 
 def rank_and_world() -> tuple[int, int]:
@@ -49,10 +52,10 @@ def use_keyed(keyed: bool | None) -> bool:
 
 
 class KeyedCropSampler(DistributedSampler):
-    """``length`` keys per epoch, split over the ranks: rank ``r`` gets positions ``perm[r::world]`` of a
-    permutation of ``range(ceil(length / world) * world)`` seeded by ``(seed, epoch)``; each key is
-    ``(seed, epoch, position)``. Every rank gets the same number of keys (DDP's gradient sync needs equal
-    step counts); the few positions past ``length`` are fresh crops, not repeats."""
+    """``ceil(length / world)`` keys per pass for this rank, every rank the same number (DDP's gradient sync
+    needs equal step counts). Key ``(seed, n)`` with ``n = (start + j) * world + rank``, ``start`` = the crops
+    this rank consumed before the pass: ``position_fn()`` when set (the trainer's step count), else
+    ``epoch * ceil(length / world)`` from :meth:`set_epoch`."""
 
     def __init__(self, length: int, seed: int = 0, num_replicas: int | None = None, rank: int | None = None):
         if length < 1:
@@ -66,10 +69,15 @@ class KeyedCropSampler(DistributedSampler):
         self.num_samples = math.ceil(self.length / self.num_replicas)
         self.total_size = self.num_samples * self.num_replicas
         self.shuffle, self.drop_last = True, False
+        self.position_fn: Callable[[], int] | None = None
+
+    def start(self) -> int:
+        """Crops this rank consumed before the coming pass."""
+        return int(self.position_fn()) if self.position_fn is not None else self.epoch * self.num_samples
 
     def __iter__(self) -> Iterator[Key]:  # type: ignore[override]
-        perm = np.random.default_rng([self.seed, self.epoch, 7919]).permutation(self.total_size)
-        return iter((self.seed, self.epoch, int(p)) for p in perm[self.rank::self.num_replicas])
+        start, world, rank = self.start(), self.num_replicas, self.rank
+        return iter((self.seed, (start + j) * world + rank) for j in range(self.num_samples))
 
     def __len__(self) -> int:
         return self.num_samples

@@ -3,11 +3,13 @@ and a clear refusal where Lightning's DDP launch cannot work.
 
 Seeding: ``lightning.seed_everything(seed)`` runs with the same seed on every rank (the network must start
 identical everywhere; DDP also broadcasts rank 0's weights). What differs per rank is everything drawn after
-that: :class:`RankEpochSeed` re-seeds ``random``, numpy and torch at the start of every training epoch from
-``(seed, epoch, rank)``, so the ranks draw different instruction swaps and augmentations, and a run resumed
-from ``last.ckpt`` at an epoch boundary draws exactly what the killed run would have drawn (Lightning does not
-store RNG states in a checkpoint). The crops themselves are keyed by the samplers of
-:mod:`neurorefiner.data.samplers`.
+that: :class:`StepSeed` re-seeds ``random``, numpy and torch before every training batch from
+``(seed, step, rank)``, so the ranks draw different instruction swaps, and a run resumed from ``last.ckpt``
+draws exactly what the killed run would have drawn (Lightning stores no RNG state in a checkpoint). The crops
+themselves are keyed by :class:`~neurorefiner.data.samplers.KeyedCropSampler`, which :class:`StepSeed` points
+at the trainer's step count: Lightning's epoch counters are not exact when a run with a step budget
+(``max_steps``) resumes from an end-of-epoch checkpoint (it finishes the restored epoch with a short pass), the
+step count is.
 """
 
 from __future__ import annotations
@@ -24,24 +26,41 @@ from omegaconf import DictConfig
 from neurorefiner.errors import InputError
 
 
-def epoch_seed(seed: int, epoch: int, rank: int) -> int:
-    """One 32-bit seed per (run seed, epoch, rank)."""
-    return int(np.random.SeedSequence([int(seed), int(epoch), int(rank)]).generate_state(1)[0])
+def step_seed(seed: int, step: int, rank: int) -> int:
+    """One 32-bit seed per (run seed, optimiser step, rank)."""
+    return int(np.random.SeedSequence([int(seed), int(step), int(rank)]).generate_state(1)[0])
 
 
-class RankEpochSeed(L.Callback):
-    """Re-seed python, numpy and torch at every training epoch start from ``(seed, epoch, global rank)``.
+class StepSeed(L.Callback):
+    """Per-rank, resumable randomness: before every training batch, seed python, numpy and torch from
+    ``(seed, global step, global rank)``; at the start of training, point every
+    :class:`~neurorefiner.data.samplers.KeyedCropSampler` of the training loaders at the crops consumed so far
+    (step count x accumulation x batch size), so a resumed run continues the crop stream where it stopped.
 
-    Only in a distributed run (world size > 1) unless ``always``: a one-device run keeps its historical RNG
-    stream, so the recipes of the shipped checkpoints reproduce as they did."""
+    The re-seeding acts only in a distributed run (world size > 1) unless ``always``: a one-device run keeps
+    its historical RNG stream, so the recipes of the shipped checkpoints reproduce as they did."""
 
     def __init__(self, seed: int = 0, always: bool = False) -> None:
         self.seed, self.always = int(seed), bool(always)
 
-    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        from torch.utils.data import DataLoader
+
+        from neurorefiner.data.samplers import KeyedCropSampler
+
+        loaders = trainer.train_dataloader
+        for dl in loaders.values() if isinstance(loaders, dict) else (
+                loaders if isinstance(loaders, list | tuple) else [loaders]):
+            sampler = getattr(dl, "sampler", None) if isinstance(dl, DataLoader) else None
+            if isinstance(sampler, KeyedCropSampler):
+                per_step = int(trainer.accumulate_grad_batches) * int(dl.batch_size or 1)
+                sampler.position_fn = lambda t=trainer, k=per_step: int(t.global_step) * k
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any,
+                             batch_idx: int) -> None:
         if trainer.world_size == 1 and not self.always:
             return
-        s = epoch_seed(self.seed, trainer.current_epoch, trainer.global_rank)
+        s = step_seed(self.seed, trainer.global_step, trainer.global_rank)
         random.seed(s)
         np.random.seed(s)
         torch.manual_seed(s)
@@ -50,10 +69,10 @@ class RankEpochSeed(L.Callback):
 def config_callbacks(cfg: DictConfig) -> list[Any]:
     """The callbacks named under ``cfg.callbacks`` (a mapping of ``_target_`` nodes, as in
     lightning-hydra-template's ``callbacks/`` group; ``null`` entries are switched off), plus
-    :class:`RankEpochSeed`. Training functions add their own checkpoint callbacks to these."""
+    :class:`StepSeed`. Training functions add their own checkpoint callbacks to these."""
     from hydra.utils import instantiate
 
-    out: list[Any] = [RankEpochSeed(int(cfg.get("seed", 0)))]
+    out: list[Any] = [StepSeed(int(cfg.get("seed", 0)))]
     node = cfg.get("callbacks") or {}
     for value in node.values():
         if value is not None and "_target_" in value:

@@ -25,24 +25,24 @@ CONF = ROOT / "conf"
 
 
 # ---------------------------------------------------------------------------------------------- samplers
-def test_keyed_sampler_splits_an_epoch_into_disjoint_equal_shares_whatever_the_world_size():
+def test_keyed_sampler_splits_the_crop_stream_into_disjoint_equal_shares_whatever_the_world_size():
     one = list(KeyedCropSampler(10, seed=3, num_replicas=1, rank=0))
     shares = [list(KeyedCropSampler(10, seed=3, num_replicas=3, rank=r)) for r in range(3)]
     assert {len(s) for s in shares} == {4}  # equal step counts: DDP's gradient sync needs them
     keys = [k for s in shares for k in s]
-    assert len(set(keys)) == len(keys) == 12  # disjoint; the 2 past the length are fresh positions, not repeats
-    assert set(one) <= set(keys)  # crop (epoch, i) is the same crop on one device or three
-    assert all(k[:2] == (3, 0) for k in keys)
+    assert len(set(keys)) == len(keys) == 12  # disjoint; the 2 past the length are fresh crops, not repeats
+    assert set(one) <= set(keys)  # crop n of the stream is the same crop on one device or three
+    assert all(k[0] == 3 for k in keys)
 
 
-def test_keyed_sampler_changes_with_the_epoch_and_repeats_for_the_same_epoch():
+def test_keyed_sampler_continues_the_stream_where_the_run_stopped():
     s = KeyedCropSampler(6, seed=0, num_replicas=2, rank=1)
     first = list(s)
     s.set_epoch(1)
     second = list(s)
-    assert {k[1] for k in second} == {1} and [k[2] for k in first] != [k[2] for k in second]
-    s.set_epoch(0)
-    assert list(s) == first  # a resumed run at epoch 0 draws what the killed one drew
+    assert not set(first) & set(second)  # a new pass, new crops
+    s.position_fn = lambda: 3  # the trainer's count of crops this rank consumed (what StepSeed attaches)
+    assert list(s) == second  # a run resumed after 3 crops draws what the uninterrupted run drew next
 
 
 def test_shard_sampler_gives_every_item_once_without_padding():
@@ -58,7 +58,7 @@ def test_a_keyed_training_crop_is_a_function_of_its_key():
     label = (rng.random((12, 20, 20)) > 0.9).astype(np.uint8)
     case = LoadedCase("c", rng.random((12, 20, 20)).astype(np.float32), label, np.flatnonzero(label))
     ds = RandomPatchDataset([case], (8, 16, 16), samples_per_epoch=4)
-    a, b, c = ds[(0, 1, 2)], ds[(0, 1, 2)], ds[(0, 1, 3)]
+    a, b, c = ds[(0, 5)], ds[(0, 5)], ds[(0, 6)]
     assert torch.equal(a["image"], b["image"]) and not torch.equal(a["image"], c["image"])
 
 

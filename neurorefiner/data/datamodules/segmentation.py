@@ -164,7 +164,7 @@ class RandomPatchDataset(Dataset):
     def __len__(self) -> int:
         return self.samples_per_epoch
 
-    def __getitem__(self, index: int | tuple[int, int, int]) -> dict[str, torch.Tensor]:
+    def __getitem__(self, index: int | tuple[int, ...]) -> dict[str, torch.Tensor]:
         if isinstance(index, tuple):  # a KeyedCropSampler key: the same crop on any rank and after a resume
             rng = key_rng(index)
         else:  # a fresh seed from torch's generator: differs per epoch and per worker, reproducible under a seed

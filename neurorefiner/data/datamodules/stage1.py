@@ -256,7 +256,7 @@ class DefectSampleDataset(Dataset):
     def __len__(self) -> int:
         return self.length
 
-    def sample(self, index: int | tuple[int, int, int]) -> dict:
+    def sample(self, index: int | tuple[int, ...]) -> dict:
         if isinstance(index, tuple):  # a KeyedCropSampler key: the same crop on any rank and after a resume
             rng = key_rng(index)
         elif self.seed is None:
@@ -270,7 +270,7 @@ class DefectSampleDataset(Dataset):
                                   self.defects, self.min_foreground, fg=vol.fg, other_fg=[v.fg for v in others],
                                   distractor_prob=self.distractor_prob)
 
-    def __getitem__(self, index: int | tuple[int, int, int]) -> dict:
+    def __getitem__(self, index: int | tuple[int, ...]) -> dict:
         return to_item(self.sample(index))
 
 

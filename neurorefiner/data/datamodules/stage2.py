@@ -319,7 +319,10 @@ class MinedCropDataset(Dataset):
             rng = key_rng(index) if keyed else np.random.default_rng(int(torch.randint(0, 2**31 - 1, (1,)).item()))
             index = int(rng.integers(len(self.crops)))
             return to_item(self.sample(index, rng))
-        return to_item(self.sample(int(index[-1]) if keyed else index))
+        if keyed:  # crop n of the stream: the n-th place of a fresh permutation of the crops every pass over them
+            n, size = int(index[-1]), len(self.crops)
+            return to_item(self.sample(int(key_rng((*index[:-1], n // size, 1)).permutation(size)[n % size])))
+        return to_item(self.sample(index))
 
 
 class ReplayDataset(Dataset):
