@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Train TopoRefineNet on one GPU in under ~6 minutes: stage 1 (synthetic defects on DIADEM dev gold
-# masks, paper-size 128 x 128 x 64 crops), then stage 2 if its mined data (or the init masks it is mined
-# from) is present. The network is the CPU-size model of conf/model/toporefinenet.yaml, so the result
-# runs on a laptop; the GPU only buys more steps. Writes into $OUT:
+# The device-tool run of TopoRefineNet (under ~6 minutes on one GPU): stage 1 then, if its mined data (or the
+# init masks it is mined from) is present, stage 2, then the instruction-following study on the result. The
+# recipes are experiment=paper_scale_toporefinenet_stage1 / _stage2 (conf/experiment/; on a GPU machine of
+# your own just run `python train.py experiment=paper_scale_toporefinenet_stage1`, and see
+# docs/training_at_scale.md for DDP and Slurm). What only this script says: preparing a device image that
+# cannot pip-install (--prepare), hard wall budgets per stage, the evaluation, and the provenance card.
+# Writes into $OUT:
 #   toporefinenet_stage1.ckpt (+ .json metrics), toporefinenet_stage2.ckpt (+ .json) if stage 2 ran,
 #   toporefinenet_gpu.md (provenance: commands, data, steps, wall time, validation figures, and the
 #   instruction-following table of `neurorefiner study instructions`), train.log,
@@ -19,9 +22,10 @@
 #      (init_masks_dev = the CPU segmenters' masks of DIADEM OP_1-OP_6, made by
 #      `neurorefiner init-masks --dataset diadem --split dev --segmenter S --out data/cache/init_masks_dev/diadem/S`
 #      for S = unet3d, nnunet_style, as in checkpoints/toporefinenet.md; without it stage 2 is skipped)
-# Knobs (environment): STEPS1 (default 2500), STEPS2 (800), BATCH (8), CROP ("[64,128,128]", z,y,x),
-#   INIT_MASKS (data/cache/init_masks_dev), WORKERS (12), EVAL_N (64 evaluation defects), TIME1 / TIME2 (hard wall limits per stage, "00:00:03:00" / "00:00:01:15"),
-#   ACCEL (gpu), PRECISION (bf16-mixed), PY (python3), EXTRA (more Hydra overrides for both stages).
+# Knobs (environment), each overriding the experiments only when set: STEPS1, STEPS2, BATCH, CROP ("[64,128,128]",
+#   z,y,x), WORKERS; and INIT_MASKS (data/cache/init_masks_dev), EVAL_N (64 evaluation defects), TIME1 / TIME2
+#   (hard wall limits per stage, "00:00:03:00" / "00:00:01:15"), ACCEL (gpu), PRECISION (bf16-mixed),
+#   PY (python3), EXTRA (more Hydra overrides for both stages).
 # CPU smoke test:  ACCEL=cpu PRECISION=32 STEPS1=2 STEPS2=2 BATCH=2 CROP="[16,32,32]" WORKERS=0 \
 #                  OUT=/tmp/gpu_smoke PY=.venv/bin/python bash scripts/gpu_train_toporefinenet.sh
 set -euo pipefail
@@ -46,8 +50,8 @@ fi
 
 OUT=${OUT:-$ROOT/outputs/gpu_toporefinenet}
 PY=${PY:-python3}
-STEPS1=${STEPS1:-2500}; STEPS2=${STEPS2:-800}; BATCH=${BATCH:-8}; CROP=${CROP:-[64,128,128]}
-WORKERS=${WORKERS:-12}; TIME1=${TIME1:-00:00:03:00}; TIME2=${TIME2:-00:00:01:15}
+CROP_SHOWN=${CROP:-[64,128,128]}; BATCH_SHOWN=${BATCH:-8}
+TIME1=${TIME1:-00:00:03:00}; TIME2=${TIME2:-00:00:01:15}
 ACCEL=${ACCEL:-gpu}; PRECISION=${PRECISION:-bf16-mixed}; EXTRA=${EXTRA:-}
 mkdir -p "$OUT"
 export PROJECT_ROOT=$ROOT HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline PYTHONUNBUFFERED=1
@@ -61,15 +65,21 @@ else
 fi
 LOG=$OUT/train.log
 DEVICE=$( (nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo "cpu") | head -1)
-COMMON=(trainer.accelerator=$ACCEL trainer.precision=$PRECISION trainer.enable_progress_bar=false
-        trainer.enable_checkpointing=false trainer.log_every_n_steps=50 logger=csv
-        "paths.checkpoint_dir=$OUT" stages.1.datamodule.batch_size=$BATCH stages.2.datamodule.batch_size=$BATCH
-        "stages.1.datamodule.crop_size=$CROP" "stages.2.datamodule.crop_size=$CROP"
-        stages.1.datamodule.num_workers=$WORKERS stages.2.datamodule.num_workers=$WORKERS)
+COMMON=(trainer.accelerator=$ACCEL trainer.precision=$PRECISION "paths.checkpoint_dir=$OUT")
+knobs() {  # the Hydra overrides of the set knobs for stage $1
+  [[ -n "${BATCH:-}" ]] && echo "stages.$1.datamodule.batch_size=$BATCH"
+  [[ -n "${CROP:-}" ]] && echo "stages.$1.datamodule.crop_size=$CROP"
+  [[ -n "${WORKERS:-}" ]] && echo "stages.$1.datamodule.num_workers=$WORKERS"
+  local steps="STEPS$1"
+  [[ -n "${!steps:-}" ]] && echo "stages.$1.max_steps=${!steps}"
+  return 0
+}
+mapfile -t KNOBS1 < <(knobs 1)
+mapfile -t KNOBS2 < <(knobs 2)
 # shellcheck disable=SC2206
 EXTRA_ARGS=($EXTRA)
-CMD1=($PY train.py +stage=1 "${COMMON[@]}" stages.1.max_steps=$STEPS1 stages.1.datamodule.samples_per_epoch=$((STEPS1 * BATCH))
-      "+trainer.max_time=$TIME1" "${EXTRA_ARGS[@]}")
+CMD1=($PY train.py experiment=paper_scale_toporefinenet_stage1 "${COMMON[@]}" ${KNOBS1[@]+"${KNOBS1[@]}"}
+      "+trainer.max_time=$TIME1" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"})
 echo "== stage 1: ${CMD1[*]}" | tee "$LOG"
 T0=$(date +%s)
 "${CMD1[@]}" 2>&1 | tee -a "$LOG"
@@ -79,9 +89,9 @@ RAN2=no
 CACHE=${NEUROREFINER_CACHE:-$ROOT/data/cache}
 INIT_MASKS=${INIT_MASKS:-$CACHE/init_masks_dev}  # segmenter masks of the TRAINING split (dev for DIADEM)
 if compgen -G "$INIT_MASKS/*/*/OP_1.tif" >/dev/null; then
-  CMD2=($PY train.py +stage=2 "${COMMON[@]}" stages.2.max_steps=$STEPS2 stages.2.datamodule.samples_per_epoch=$((STEPS2 * BATCH))
+  CMD2=($PY train.py experiment=paper_scale_toporefinenet_stage2 "${COMMON[@]}" ${KNOBS2[@]+"${KNOBS2[@]}"}
         "+trainer.max_time=$TIME2" "stages.2.init_from=$OUT/toporefinenet_stage1.ckpt"
-        "stages.2.datamodule.init_masks_root=$INIT_MASKS" "${EXTRA_ARGS[@]}")
+        "stages.2.datamodule.init_masks_root=$INIT_MASKS" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"})
   echo "== stage 2: ${CMD2[*]}" | tee -a "$LOG"
   if "${CMD2[@]}" 2>&1 | tee -a "$LOG"; then RAN2=yes; else RAN2="failed (see train.log)"; fi
 else
@@ -92,7 +102,7 @@ T2=$(date +%s)
 FINAL=$OUT/toporefinenet_stage1.ckpt; [[ "$RAN2" == yes ]] && FINAL=$OUT/toporefinenet_stage2.ckpt
 EVAL_DEV=cpu; [[ "$ACCEL" == gpu ]] && EVAL_DEV=cuda
 CMD3=($PY -c "from neurorefiner.cli.main import app; app()" study instructions --ckpt "$FINAL" --n ${EVAL_N:-64} --device $EVAL_DEV
-      --out "$OUT/eval" "stages.1.datamodule.crop_size=$CROP")
+      --out "$OUT/eval" "stages.1.datamodule.crop_size=$CROP_SHOWN")
 echo "== eval: ${CMD3[*]}" | tee -a "$LOG"
 "${CMD3[@]}" 2>&1 | tail -n 20 | tee -a "$LOG" || echo "eval failed (see train.log)" | tee -a "$LOG"
 T3=$(date +%s)
@@ -111,7 +121,7 @@ tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"
   echo "Written by \`scripts/gpu_train_toporefinenet.sh\` on $(date -u +%Y-%m-%dT%H:%M:%SZ)."
   echo "Data: stage 1 = synthetic defects (break / pasted annotation / noise blobs) cut into the gold masks of"
   echo "DIADEM OP_1-OP_5 (validation: fixed defects on OP_6); OP_7-OP_9 never used. Stage 2: $RAN2."
-  echo "Crops (z, y, x) $CROP, batch $BATCH, CPU-size network (conf/model/toporefinenet.yaml)."
+  echo "Crops (z, y, x) $CROP_SHOWN, batch $BATCH_SHOWN, CPU-size network (conf/model/toporefinenet.yaml)."
   echo
   echo "## Commands"
   echo '```'
