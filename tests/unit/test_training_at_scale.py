@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import lightning as L
@@ -19,6 +20,7 @@ from omegaconf import OmegaConf
 
 from neurorefiner.data.samplers import KeyedCropSampler, ShardSampler
 from neurorefiner.errors import InputError
+from tests.unit.test_stage2_data import mined_setup  # noqa: F401  (the fixture: fake masks of one segmenter)
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -196,3 +198,27 @@ def test_editor_validation_reduced_over_two_ranks_equals_one_rank():
     assert {"val/dice", "val/loss", "val/betti0_error"} <= set(one) and set(one) == set(two)
     for k in one:
         assert two[k] == pytest.approx(one[k], rel=1e-5, abs=1e-6), k
+
+
+def test_stage2_keyed_items_follow_their_key_and_a_plain_pass_covers_every_crop(mined_setup):  # noqa: F811
+    from neurorefiner.data.datamodules.stage2 import Stage2MinedDataModule
+
+    ds, root, cache = mined_setup
+    kw = dict(crop_size=(8, 16, 16), batch_size=2, samples_per_epoch=4, init_masks_root=root, cache_root=cache,
+              min_foreground=10, progress=False, keyed_sampling=True, replay_prob=0.5)
+    dm = Stage2MinedDataModule(ds, **kw)
+    dm.setup()
+    loader = dm.train_dataloader()
+    assert isinstance(loader.sampler, KeyedCropSampler)
+    item, again = loader.dataset[(0, 5)], loader.dataset[(0, 5)]
+    assert item["instruction"] == again["instruction"] and torch.equal(item["mask"], again["mask"])
+    plain = Stage2MinedDataModule(ds, **{**kw, "augment": False, "replay_prob": 0.0})
+    plain.setup()
+    n = len(plain.train_crops)
+    keyed = plain.train_dataloader().dataset
+
+    def content(it):
+        return it["instruction"], it["mask"].numpy().tobytes()
+
+    once_each = Counter(content(keyed.__getitem__(i)) for i in range(n))  # the crops in their stored order
+    assert Counter(content(keyed[(0, i)]) for i in range(n)) == once_each  # one keyed pass: each crop once
