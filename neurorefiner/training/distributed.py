@@ -37,17 +37,20 @@ class StepSeed(L.Callback):
     :class:`~neurorefiner.data.samplers.KeyedCropSampler` of the training loaders at the crops consumed so far
     (step count x accumulation x batch size), so a resumed run continues the crop stream where it stopped.
 
-    The re-seeding acts only in a distributed run (world size > 1) unless ``always``: a one-device run keeps
-    its historical RNG stream, so the recipes of the shipped checkpoints reproduce as they did."""
+    The re-seeding acts where the crops are keyed (a distributed run, or ``keyed_sampling: true``), in a
+    distributed run, or with ``always``: a plain one-device run keeps its historical RNG stream, so the
+    recipes of the shipped checkpoints reproduce as they did."""
 
     def __init__(self, seed: int = 0, always: bool = False) -> None:
         self.seed, self.always = int(seed), bool(always)
+        self._active = bool(always)
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         from torch.utils.data import DataLoader
 
         from neurorefiner.data.samplers import KeyedCropSampler
 
+        self._active = self.always or trainer.world_size > 1
         loaders = trainer.train_dataloader
         for dl in loaders.values() if isinstance(loaders, dict) else (
                 loaders if isinstance(loaders, list | tuple) else [loaders]):
@@ -55,10 +58,11 @@ class StepSeed(L.Callback):
             if isinstance(sampler, KeyedCropSampler):
                 per_step = int(trainer.accumulate_grad_batches) * int(dl.batch_size or 1)
                 sampler.position_fn = lambda t=trainer, k=per_step: int(t.global_step) * k
+                self._active = True
 
     def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any,
                              batch_idx: int) -> None:
-        if trainer.world_size == 1 and not self.always:
+        if not self._active:
             return
         s = step_seed(self.seed, trainer.global_step, trainer.global_rank)
         random.seed(s)

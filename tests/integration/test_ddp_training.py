@@ -116,3 +116,32 @@ def test_optuna_search_writes_its_sqlite_study_and_the_same_command_resumes_it(t
     GlobalHydra.instance().clear()  # a Hydra run leaves its global state behind; later tests compose afresh
     study = optuna.load_study(study_name="toporefinenet_stage1", storage=f"sqlite:///{db}")
     assert len(study.trials) == 4 and study.best_value == max(t.value for t in study.trials)
+
+
+@pytest.mark.slow
+def test_one_device_run_with_keyed_crops_resumes_to_the_same_weights(tmp_path):
+    """keyed_sampling=true on one device: the crops and the per-step seeds follow the step count, so the state
+    a kill leaves resumes exactly here too (without it a one-device run keeps its historical random stream)."""
+    from hydra import compose, initialize_config_dir
+
+    from neurorefiner.training.entry import run
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    killed = b / "runs" / "refine" / "toporefinenet_stage1" / "last.ckpt"
+    # 4 crops an epoch, batch 2 = 2 steps an epoch; 4 steps = 2 epochs
+    common = [*TINY_STAGE1, "stages.1.datamodule.samples_per_epoch=4", "stages.1.datamodule.val_samples=2",
+              "stages.1.max_steps=4", "stages.1.datamodule.keyed_sampling=true"]
+
+    def train(out: Path, extra: list[str]) -> None:
+        with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf")):
+            cfg = compose(config_name="train", overrides=[*common, f"paths.checkpoint_dir={out}",
+                                                          f"paths.output_dir={out / 'run'}", *extra])
+        run(cfg)
+
+    src = a / "runs" / "refine" / "toporefinenet_stage1"
+    train(a, [f"+callbacks.snapshot={{_target_:tests.integration.test_ddp_training.SnapshotLast,"
+              f"src:'{src}',dst:'{killed}',epoch:1}}"])
+    train(b, [])
+    assert json.loads((b / "toporefinenet_stage1.json").read_text())["resumed_from"] == str(killed)
+    sa, sb = _state(a / "toporefinenet_stage1.ckpt"), _state(b / "toporefinenet_stage1.ckpt")
+    assert [k for k in sa if not torch.equal(sa[k], sb[k])] == []
