@@ -76,7 +76,15 @@ def _setup() -> dict:
     for name, shape in (("small", SMALL), ("large", LARGE)):
         write_ome_zarr_volume(tmp / f"{name}_image.ome.zarr", _tiled(image, shape), spacing)
         write_ome_zarr_volume(tmp / f"{name}_mask.ome.zarr", _tiled(mask, shape), spacing)
-    return {"tmp": tmp, "summaries": {}}
+    arg = {"tmp": tmp, "summaries": {}, "cluster": None}
+    if SMOKE:  # one cluster for both runs (the smoke test's time); a figure run starts one per size (fresh memory)
+        import logging
+
+        from distributed import LocalCluster
+
+        arg["cluster"] = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0",
+                                      silence_logs=logging.ERROR)
+    return arg
 
 
 def _refine(arg: dict, name: str) -> None:
@@ -92,6 +100,7 @@ def _refine(arg: dict, name: str) -> None:
             "executor=dask", "agent=heuristic", f"image={tmp / f'{name}_image.ome.zarr'}",
             f"mask={tmp / f'{name}_mask.ome.zarr'}", f"out={tmp / f'{name}_out'}", "progress=false",
             "executor.n_workers=2", "executor.threads_per_worker=1", "executor.dashboard_address=null", *PLAN,
+            *([f"executor.address={arg['cluster'].scheduler_address}"] if arg["cluster"] is not None else []),
             "paths.output_dir=/tmp/nr-unused"])
     arg["summaries"][name] = run(cfg)
 
@@ -108,6 +117,8 @@ def _figures(arg: dict, t: float) -> dict:
     out["memory_ratio_large_to_small"] = out["large_peak_worker_gib_max"] / out["small_peak_worker_gib_max"]
     out["memory_flat_within_25pct"] = float(abs(out["memory_ratio_large_to_small"] - 1.0) <= 0.25)
     out["volume_ratio"] = float(np.prod(LARGE) / np.prod(SMALL))
+    if arg["cluster"] is not None:
+        arg["cluster"].close()
     shutil.rmtree(arg["tmp"], ignore_errors=True)
     return out
 
