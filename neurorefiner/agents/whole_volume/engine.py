@@ -23,6 +23,7 @@ import logging
 import shutil
 import sys
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,7 +143,8 @@ class DaskExecutor:
             trace.write({**header, "resumed": bool(done), "inputs": inputs, "tiles": len(tiles)})
             bar = tqdm(total=len(tiles), initial=len(done), unit="tile", desc="refine",
                        disable=not bool(cfg.get("progress", True)), file=sys.stderr)
-            futures = client.map(refine_tile, jobs, key=[f"refine-tile-{j.tile.id}-{id(jobs)}" for j in jobs],
+            attempt = uuid.uuid4().hex[:8]   # this driver's tasks: a killed driver's may still run on a live cluster
+            futures = client.map(refine_tile, jobs, key=[f"refine-tile-{j.tile.id}-{attempt}" for j in jobs],
                                  pure=False, retries=0)
             failed: list[str] = []
             for fut in as_completed(futures):
