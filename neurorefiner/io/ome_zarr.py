@@ -137,13 +137,11 @@ def create_mask_store(path: str | Path, shape: Sequence[int], chunks: Sequence[i
     The multiscales metadata is added by :func:`finish_pyramid` once level 0 is complete: until then the store
     is no OME-Zarr image, and nobody mistakes a half-written one for a result."""
     import zarr
-    from numcodecs import Blosc
 
     root = zarr.open_group(str(path), mode="a", zarr_format=2)
     if "0" not in root:
         root.create_array("0", shape=tuple(int(s) for s in shape), dtype="uint8",
                           chunks=tuple(int(c) for c in chunks), fill_value=0,
-                          compressor=Blosc(cname="zstd", clevel=3, shuffle=Blosc.BITSHUFFLE),
                           chunk_key_encoding={"name": "v2", "separator": "/"})
     return str(Path(path) / "0")
 
@@ -197,10 +195,18 @@ def finish_pyramid(path: str | Path, spacing: Spacing, min_side: int = 256) -> i
         prev = da.from_zarr(target)
         scale = [s * k for s, k in zip(scale, f)]
         datasets.append({"path": str(level), "coordinateTransformations": [{"type": "scale", "scale": list(scale)}]})
-    root.attrs["multiscales"] = [{"version": NGFF_VERSION, "name": "refined_mask", "axes": _ngff_axes(),
-                                  "datasets": datasets, "type": "max",
-                                  "metadata": {"description": "2x max pooling per level (a mask stays visible)"}}]
+    _write_metadata(root, datasets, "refined_mask", type="max",
+                    metadata={"description": "2x max pooling per level (a mask stays visible)"})
     return len(datasets)
+
+
+def _write_metadata(root: Any, datasets: list[dict], name: str, **extra: Any) -> None:
+    """The NGFF 0.4 ``multiscales`` block, written and checked by ome-zarr's own writer (the library napari's
+    reader is built on), so what we write is what the readers expect."""
+    from ome_zarr.format import FormatV04
+    from ome_zarr.writer import write_multiscales_metadata
+
+    write_multiscales_metadata(root, datasets, fmt=FormatV04(), axes=_ngff_axes(), name=name, **extra)
 
 
 def write_ome_zarr_volume(path: str | Path, data: Any, spacing: Spacing, chunks: Sequence[int] = (64, 256, 256)
@@ -218,6 +224,6 @@ def write_ome_zarr_volume(path: str | Path, data: Any, spacing: Spacing, chunks:
     target = root.create_array("0", shape=arr.shape, dtype=arr.dtype, chunks=chunks, fill_value=0,
                                chunk_key_encoding={"name": "v2", "separator": "/"})
     da.store(arr.rechunk(chunks), target, lock=False)
-    root.attrs["multiscales"] = [{"version": NGFF_VERSION, "axes": _ngff_axes(), "datasets": [
-        {"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [float(s) for s in spacing]}]}]}]
+    _write_metadata(root, [{"path": "0", "coordinateTransformations": [
+        {"type": "scale", "scale": [float(s) for s in spacing]}]}], Path(path).name)
     return Path(path)

@@ -81,8 +81,11 @@ def test_dask_gives_the_in_memory_mask(volume: dict, cluster: str, tile: str) ->
     img, msk = volume["paths"]["zarr"]
     out = volume["tmp"] / f"dask_{len(tile)}_{tile.count('64')}"
     summary = refine_here([*FAKE, *DASK, f"image={img}", f"mask={msk}", f"out={out}", f"executor.tile={tile}",
-                           f"executor.address={cluster}"])
+                           f"executor.address={cluster}", "executor.components=true"])
     got, want = refined(out), volume["local"]
+    from neurorefiner.topology.components import betti0
+
+    assert (summary["components before"], summary["components after"]) == (betti0(volume["mask"]), betti0(want))
     differ = np.argwhere(got != want)
     if tile == "[32,128,256]":
         assert len(differ) == 0

@@ -73,6 +73,7 @@ class DaskExecutor:
     skeletons: bool = True
     overview: bool = True
     pyramid_min_side: int = 256
+    components: bool = False
 
     # ------------------------------------------------------------------------------------------ the run
     def refine(self, cfg: Any) -> dict:
@@ -105,7 +106,7 @@ class DaskExecutor:
 
     def _run(self, cfg: Any, client: Any, out: Path, image: ZarrSource, mask: ZarrSource, spacing: tuple,
              tiles: list, plan: tuple, inputs: dict) -> dict:
-        from distributed import as_completed
+        from dask.distributed import as_completed
         from tqdm import tqdm
 
         loop = build_loop(cfg.agent, cfg.get("loop"), cfg.get("editor"), int(cfg.t_max))
@@ -172,7 +173,8 @@ class DaskExecutor:
                     shutil.rmtree(out / name, ignore_errors=True)
                     (work / name).replace(out / name)
             shutil.rmtree(work, ignore_errors=True)
-            summary = self._summary(cfg, image, summaries, levels, time.perf_counter() - t0, out)
+            counts = _components(mask, out / STORE / "0") if self.components else {}
+            summary = {**self._summary(cfg, image, summaries, levels, time.perf_counter() - t0, out), **counts}
             trace.write({"type": "done", "summary": summary})
         print(f"refined {cfg.mask}: {len(tiles)} tile(s), {summary['accepted']} edit(s) accepted, "
               f"{summary['rejected']} rejected, {summary['escalated']} escalated; {summary['seconds']:.1f} s -> "
@@ -182,7 +184,7 @@ class DaskExecutor:
     # ------------------------------------------------------------------------------------------ pieces
     def _client(self) -> tuple[Any, Any]:
         """A client of the cluster at ``address``, else of a new ``LocalCluster`` (its dashboard link printed)."""
-        from distributed import Client, LocalCluster
+        from dask.distributed import Client, LocalCluster
 
         if self.address:
             try:
@@ -273,6 +275,21 @@ class DaskExecutor:
 
 class TileFailure(RuntimeError):
     """A tile's task raised; the committed tiles stay, and running again resumes."""
+
+
+def _components(mask: ZarrSource, refined: Path) -> dict:
+    """Betti-0 of the whole volume before and after: 26-connected components counted by ``dask_image``'s
+    chunked ``ndmeasure.label`` (labels per chunk, merged across chunk faces), never a whole label volume."""
+    import dask
+    import dask.array as da
+    import zarr
+    from dask_image.ndmeasure import label
+
+    cube = np.ones((3, 3, 3), bool)
+    _, before = label(mask.as_dask() != 0, structure=cube)
+    _, after = label(da.from_zarr(zarr.open_array(str(refined), mode="r")) != 0, structure=cube)
+    before, after = dask.compute(before, after)
+    return {"components before": int(before), "components after": int(after)}
 
 
 def _pooled_mip(arr: Any, side: int = 1024) -> Any:
