@@ -95,7 +95,11 @@ class DaskExecutor:
         with OutputLock(out, inputs):
             client, cluster = self._client()
             try:
-                return self._run(cfg, client, out, image, mask, spacing, tiles, (tile, halo, chunks), inputs)
+                import dask
+
+                # rechunks (da.unique, the pyramid) as plain tasks: the P2P shuffle logs a warning per rechunk
+                with dask.config.set({"array.rechunk.method": "tasks"}):
+                    return self._run(cfg, client, out, image, mask, spacing, tiles, (tile, halo, chunks), inputs)
             except TileFailure as exc:  # a worker's traceback is noise here: one line, exit 1, resumable
                 print(f"error: {exc}", file=sys.stderr)
                 sys.exit(1)
@@ -162,10 +166,7 @@ class DaskExecutor:
             if failed:
                 raise TileFailure(f"{len(failed)} tile(s) failed (committed tiles are kept; run again to resume): "
                                   f"{failed[0]}")
-            import dask
-
-            with dask.config.set({"array.rechunk.method": "tasks"}):
-                levels = finish_pyramid(work / STORE, spacing, self.pyramid_min_side)
+            levels = finish_pyramid(work / STORE, spacing, self.pyramid_min_side)
             if self.overview:
                 self._overview(work, stats, work / STORE)
             for name in OUTPUTS:
@@ -186,6 +187,8 @@ class DaskExecutor:
         """A client of the cluster at ``address``, else of a new ``LocalCluster`` (its dashboard link printed)."""
         from dask.distributed import Client, LocalCluster
 
+        for name in ("distributed", "bokeh", "tornado"):  # under Hydra's INFO root logger they print every step
+            logging.getLogger(name).setLevel(logging.WARNING)
         if self.address:
             try:
                 client = Client(self.address, timeout="30s")
