@@ -41,6 +41,7 @@ serve-vlm: ## print the vLLM command the vlm agents are written against (needs a
 	@echo "pip install -e '.[serve]'   # on a GPU machine, beside a CUDA torch"
 	@echo "vllm serve Qwen/Qwen3-VL-8B-Instruct --max-model-len 16384 --limit-mm-per-prompt '{\"image\":4,\"video\":0}'"
 	@echo "then: python refine.py image=IMG mask=MASK agent=vlm agent.base_url=http://HOST:8000/v1"
+	@echo "the three models of Table 4, the fake server used in tests, faults and retries: docs/vlm_server.md"
 
 bench: install ## run the benchmarks (figures and ratios against references measured in the same run)
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
