@@ -57,9 +57,11 @@ def choose_setting(summary: Sequence[Mapping], tie_f1: float = TIE_F1) -> Mappin
     """The post-processing rule every chooser uses (the DIADEM cross-validation, the synthetic presets' val splits), so
     the tables compare settings picked one way: the highest mean F1; settings within ``tie_f1`` of it go to the
     lower mean SSD, then to the simpler setting (``simplicity``). ``summary``: per-setting means with
-    ``F1``, ``SSD``, ``threshold`` and any of ``members``, ``bridge_um``, ``dust_voxels``, ``keep_largest``."""
+    ``F1``, ``SSD``, ``threshold`` and any of ``members``, ``bridge_um``, ``dust_voxels``, ``keep_largest``.
+    SSDs are compared to 1e-6 voxels: two masks that trace the same tree differ in the last bits of their
+    means, and that noise must not pick the component filter over the simpler setting."""
     if not summary:
         raise ValueError("no setting to choose from")
     best = max(s["F1"] for s in summary)
     near = [s for s in summary if s["F1"] >= best - tie_f1]
-    return min(near, key=lambda s: (s["SSD"], *simplicity(s)))
+    return min(near, key=lambda s: (round(float(s["SSD"]), 6), *simplicity(s)))
