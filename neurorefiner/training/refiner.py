@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from neurorefiner.errors import InputError
 from neurorefiner.io.checkpoints import load_checkpoint
 from neurorefiner.training.loggers import build_loggers
+from neurorefiner.training.run_settings import resume_point, without
 from neurorefiner.training.shipping import check_destination, ship, with_cards
 
 
@@ -97,6 +98,16 @@ def _as_float(v: Any) -> float:
     return float(v.item()) if isinstance(v, torch.Tensor) else float(v)
 
 
+def refiner_settings(cfg: DictConfig) -> dict[str, Any]:
+    """What shapes a stage's weights, for :func:`resume_point`: the stage's data and rates, the network, the text
+    encoder, the seed; not the budget, the folders or the loader's workers."""
+    stage, node = _stage_node(cfg)
+    drop = {"max_steps", "max_epochs", "resume", "ckpt_dir", "checkpoint_name", "num_workers", "keyed_sampling"}
+    return {"stage": str(stage), "node": without(OmegaConf.to_container(node, resolve=True), drop),
+            "model": OmegaConf.to_container(cfg.model, resolve=True),
+            "text_encoder": OmegaConf.to_container(cfg.text_encoder, resolve=True), "seed": cfg.get("seed")}
+
+
 def train_refiner(cfg: DictConfig) -> dict[str, float]:
     """Train one stage; returns the final validation metrics (``val/dice``, ``val/adherence`` ...)."""
     import lightning as L
@@ -138,8 +149,7 @@ def train_refiner(cfg: DictConfig) -> dict[str, float]:
         overrides["max_steps"] = int(node.max_steps)
         overrides["max_epochs"] = -1
     trainer = instantiate(cfg.trainer, **overrides)
-    last = run_dir / "last.ckpt"
-    resume = str(last) if node.get("resume", True) and last.exists() else None
+    resume = resume_point(run_dir, refiner_settings(cfg), bool(node.get("resume", True)))
     if resume:  # a last.ckpt from elsewhere must not run code: refused here with a clear line
         load_checkpoint(resume, "checkpoint to resume from")
 
@@ -163,7 +173,7 @@ def train_refiner(cfg: DictConfig) -> dict[str, float]:
                                              **metrics}, indent=2))
         for f in (ckpt, ckpt.with_suffix(".json")):
             f.chmod(0o644)  # the temp files are private; the results are not
-        last.unlink(missing_ok=True)  # finished: the next run of this command starts afresh
+        (run_dir / "last.ckpt").unlink(missing_ok=True)  # finished: the next run of this command starts afresh
         ship(cfg, with_cards(ckpt))
     return metrics
 

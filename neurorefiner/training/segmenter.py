@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from neurorefiner.io.checkpoints import load_checkpoint
 from neurorefiner.training.loggers import build_loggers
+from neurorefiner.training.run_settings import resume_point, without
 from neurorefiner.training.shipping import check_destination, ship, with_cards
 
 
@@ -83,6 +84,16 @@ def pick_metric(seg: DictConfig) -> str:
     return PICKS[pick]
 
 
+def segmenter_settings(cfg: DictConfig) -> dict[str, Any]:
+    """What shapes a segmenter's weights, for :func:`resume_point`: data, network, loss, optimiser, seed; not the
+    budget, the folders or the loader's workers."""
+    seg = OmegaConf.to_container(cfg.segmentation, resolve=True)
+    keep = {k: seg.get(k) for k in ("data", "module", "optimizer")}
+    return {**without(keep, {"num_workers", "keyed_sampling"}),
+            "model": OmegaConf.to_container(cfg.model, resolve=True),
+            "dataset": OmegaConf.to_container(cfg.dataset, resolve=True), "seed": cfg.get("seed")}
+
+
 def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     """Train, resume if interrupted, export the best weights; returns the final metrics dict."""
     import lightning as L
@@ -124,7 +135,7 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
     trainer = instantiate(cfg.trainer, callbacks=[*config_callbacks(cfg), checkpoint, latest],
                           logger=build_loggers(cfg) or False)
     last = ckpt_dir / "last.ckpt"
-    resume = str(last) if seg.get("resume", True) and last.exists() else None
+    resume = resume_point(ckpt_dir, segmenter_settings(cfg), bool(seg.get("resume", True)))
     if resume:  # a last.ckpt from elsewhere must not run code: refused here with a clear line, and
         load_checkpoint(resume, "checkpoint to resume from")  # Lightning below reads it weights-only too
     started = time.perf_counter()

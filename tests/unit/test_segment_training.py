@@ -159,3 +159,22 @@ def test_the_card_says_when_the_output_layer_started_at_a_prior(tmp_path):
     primed = train_segmenter(_cfg(tmp_path / "b", 1, (*no_val, "segmentation.module.foreground_prior=0.01")))
     assert "foreground probability" not in provenance_markdown(plain["export_path"], "python train.py ...")
     assert "output layer started at foreground probability 0.01 " in provenance_markdown(primed["export_path"], "x")
+
+
+def test_a_run_with_other_settings_does_not_resume_a_finished_run(tmp_path):
+    """Regression: a finished run's last.ckpt was resumed by a run with other settings (labels=adaptive after a
+    run on the label files), which then shipped the old weights. Now it is refused, naming the setting; a
+    larger budget alone still resumes, and segmentation.resume=false starts over."""
+    from neurorefiner.errors import InputError
+    from neurorefiner.training.segmenter import train_segmenter
+
+    (tmp_path / "data").mkdir()
+    train_segmenter(_cfg(tmp_path, 2))
+    with pytest.raises(InputError) as err:
+        train_segmenter(_cfg(tmp_path, 4, ("segmentation.module.lr=0.001",)))
+    assert "module.lr: 0.002 -> 0.001" in str(err.value) and "segmentation.resume=false" in str(err.value)
+    assert str(err.value).startswith(str(tmp_path / "ck" / "last.ckpt"))
+    fresh = train_segmenter(_cfg(tmp_path, 2, ("segmentation.module.lr=0.001", "segmentation.resume=false")))
+    assert fresh["global_step"] == 2
+    assert load_segmenter(Path(fresh["export_path"])).meta["resumed_from"] is None
+    assert train_segmenter(_cfg(tmp_path, 3, ("segmentation.module.lr=0.001",)))["global_step"] == 3

@@ -1,0 +1,71 @@
+"""Which ``last.ckpt`` a training run may resume from.
+
+A run folder (``ckpt_dir``) is stable across calls, so that a killed run started again with the same command
+continues where it stopped, and a finished run given a larger budget continues training. The same stability let a
+run with *other* settings (say, ``segmentation.data.labels=adaptive`` after a run on the thin label files)
+silently resume the old run's finished state and ship its weights. The settings that shape the weights are now
+written beside ``last.ckpt``; a resume under different ones is refused with the settings that differ. The budget
+(epochs, steps) is not part of them: extending a run is what resuming is for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from neurorefiner.errors import InputError
+
+SETTINGS_FILE = "run_settings.json"
+
+
+def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(tree, Mapping):
+        out: dict[str, Any] = {}
+        for key, value in tree.items():
+            out.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: tree}
+
+
+def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """``key: old -> new`` for every flattened key whose value differs (missing keys shown as ``(unset)``)."""
+    a, b = _flat(old), _flat(new)
+    return [f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}" for k in sorted(set(a) | set(b))
+            if a.get(k, "(unset)") != b.get(k, "(unset)")]
+
+
+def without(tree: Any, drop: set[str]) -> Any:
+    """``tree`` (plain containers) less the keys named in ``drop``, at any depth: budget, paths, workers."""
+    if isinstance(tree, Mapping):
+        return {k: without(v, drop) for k, v in tree.items() if k not in drop}
+    return tree
+
+
+def resume_point(run_dir: Path, settings: Mapping[str, Any], enabled: bool = True) -> str | None:
+    """The ``last.ckpt`` of ``run_dir`` to resume from, or None to start afresh; records ``settings`` there.
+
+    ``settings``: JSON-able values that shape the weights (data, model, loss, optimiser, seed). A ``last.ckpt``
+    written under other settings raises :class:`InputError` naming them and the two ways out. A ``last.ckpt``
+    without a settings file (runs from before this check) resumes as before."""
+    run_dir = Path(run_dir)
+    last = run_dir / "last.ckpt"
+    record = run_dir / SETTINGS_FILE
+    settings = json.loads(json.dumps(settings, default=str))  # what the file will hold, for a fair comparison
+    resume = None
+    if enabled and last.exists():
+        if record.exists():
+            changed = differences(json.loads(record.read_text()), settings)
+            if changed:
+                shown = "; ".join(changed[:6]) + (f"; and {len(changed) - 6} more" if len(changed) > 6 else "")
+                raise InputError(f"holds a run trained with other settings ({shown}), and this run would resume it. "
+                                 "Pass segmentation.resume=false (segmenters) or resume=false (TopoRefineNet) to "
+                                 "start over in this folder, or another ckpt_dir to keep both", last)
+        resume = str(last)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tmp = record.with_suffix(f".json.{os.getpid()}.tmp")  # DDP: every rank writes the same file
+    tmp.write_text(json.dumps(settings, indent=1, sort_keys=True))
+    tmp.replace(record)
+    return resume

@@ -1,0 +1,37 @@
+"""A run folder's last.ckpt is resumed only by a run with the same weight-shaping settings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from neurorefiner.errors import InputError
+from neurorefiner.training.run_settings import SETTINGS_FILE, differences, resume_point, without
+
+
+def test_differences_name_each_changed_leaf() -> None:
+    assert differences({"data": {"labels": "gold", "band": 4}}, {"data": {"labels": "adaptive", "band": 4}}) == [
+        "data.labels: gold -> adaptive"]
+    assert differences({"a": 1}, {"a": 1, "b": 2}) == ["b: (unset) -> 2"]
+
+
+def test_resume_point(tmp_path) -> None:
+    run = tmp_path / "run"
+    assert resume_point(run, {"lr": 0.1}) is None  # nothing to resume; the settings are recorded
+    assert json.loads((run / SETTINGS_FILE).read_text()) == {"lr": 0.1}
+    (run / "last.ckpt").write_bytes(b"")
+    assert resume_point(run, {"lr": 0.1}) == str(run / "last.ckpt")
+    with pytest.raises(InputError, match=r"lr: 0.1 -> 0.2"):
+        resume_point(run, {"lr": 0.2})
+    assert resume_point(run, {"lr": 0.2}, enabled=False) is None  # start over: the new settings are recorded
+    assert resume_point(run, {"lr": 0.2}) == str(run / "last.ckpt")
+
+
+def test_a_folder_from_before_the_check_still_resumes(tmp_path) -> None:
+    (tmp_path / "last.ckpt").write_bytes(b"")
+    assert resume_point(tmp_path, {"lr": 0.1}) == str(tmp_path / "last.ckpt")
+
+
+def test_without_drops_keys_at_any_depth() -> None:
+    assert without({"a": {"num_workers": 2, "b": 1}, "num_workers": 1}, {"num_workers"}) == {"a": {"b": 1}}
