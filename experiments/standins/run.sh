@@ -27,8 +27,10 @@ for step in $STEPS; do
       for p in $PRESETS; do $PY train.py experiment="unet3d_${p}_cpu" ship=true; done ;;  # choose reads the shipped file
     choose)
       for p in $PRESETS; do
+        # only settings M_init is made with (every component kept, no gap bridging: refinement starts from the
+        # pieces), each scored root-seeded as the tables score it
         $NR study choose-postprocess --dataset "$p" --arch unet3d --model "checkpoints/segmenters/unet3d_${p}_cpu.pt" \
-          --threshold 0.1 --threshold 0.2 --threshold 0.3 --threshold 0.4 --threshold 0.5 --threshold 0.6 --bridge 0 \
+          --threshold 0.2 --threshold 0.3 --threshold 0.4 --threshold 0.5 --threshold 0.6 --bridge 0 --keep 0 \
           --protocol root_seeded ${CHOOSE_CASES:+--limit $CHOOSE_CASES} --out "$OUT/postprocess" --record
       done ;;
     card)
