@@ -8,7 +8,7 @@ export WANDB_MODE ?= offline
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help install install-viewer demo test test-fast test-vllm serve-vlm bench lint format clean
+.PHONY: help install install-viewer demo test test-fast test-vllm serve-vlm bench tables-synthetic lint format clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
@@ -45,6 +45,9 @@ serve-vlm: ## print the vLLM command the vlm agents are written against (needs a
 
 bench: install ## run the benchmarks (figures and ratios against references measured in the same run)
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
+tables-synthetic: install ## the SYNTHETIC Tables 1-2 (all four stand-ins, every row; TABLE_ARGS="limit=3" for a quick look)
+	WANDB_MODE=offline $(BIN)/python evaluate.py -m experiment=table_1_synthetic_cwmbs_weak,table_1_synthetic_cwmbs_noise,table_2_synthetic_bigneuron,table_2_synthetic_zbfwb $(TABLE_ARGS)
 
 lint: install ## ruff
 	$(BIN)/ruff check .  # package, tests, bench, experiments/, entry points; pyproject excludes data/
