@@ -37,7 +37,8 @@ class EditTry:
 
     @property
     def id(self) -> str:
-        """Stable name, 1-based as the report writes them: ``r1-b3-d0-t2`` = round 1, block 3, defect 0, try 2."""
+        """Stable name, 1-based as the report writes them: ``r1-b3-d0-t2`` = the agent loop's first iteration
+        (Algorithm 1), block 3, defect 0, try 2."""
         return f"r{self.round + 1}-b{self.block}-d{self.defect}-t{self.attempt + 1}"
 
     @property
