@@ -61,8 +61,8 @@ def resume_point(run_dir: Path, settings: Mapping[str, Any], enabled: bool = Tru
             if changed:
                 shown = "; ".join(changed[:6]) + (f"; and {len(changed) - 6} more" if len(changed) > 6 else "")
                 raise InputError(f"holds a run trained with other settings ({shown}), and this run would resume it. "
-                                 "Pass segmentation.resume=false (segmenters) or stages.<n>.resume=false (TopoRefineNet) to "
-                                 "start over in this folder, or another ckpt_dir to keep both", last)
+                                 "Pass segmentation.resume=false (segmenters) or stages.<n>.resume=false "
+                                 "(TopoRefineNet) to start over in this folder, or another ckpt_dir to keep both", last)
         resume = str(last)
     run_dir.mkdir(parents=True, exist_ok=True)
     tmp = record.with_suffix(f".json.{os.getpid()}.tmp")  # DDP: every rank writes the same file
