@@ -23,7 +23,7 @@ from neurorefiner.agents.build import RefinementLoop, build_loop, plain, same_ru
 from neurorefiner.agents.loop import LoopSettings, PriorRun
 from neurorefiner.agents.output_lock import OutputLock, check_output_dir
 from neurorefiner.agents.report import build_report
-from neurorefiner.agents.trace import read_trace
+from neurorefiner.agents.trace import REQUESTS_DIR, read_trace
 from neurorefiner.errors import InputError
 from neurorefiner.io import Volume, write_swc, write_volume
 from neurorefiner.io.atomic import write_text_atomic
@@ -45,7 +45,8 @@ def claim_folder(out: Path, header: dict, resume: bool, overwrite: bool) -> Prio
     """Make ``out`` (already locked) this run's: the finished work to resume from, if any.
 
     Another run's trace or outputs are an :class:`InputError` unless ``overwrite``; every output of an
-    earlier run is removed before the loop starts, so none can outlive a run that is killed."""
+    earlier run is removed before the loop starts (its ``requests/`` too), so none can outlive a run that is
+    killed."""
     trace = out / TRACE
     records = read_trace(trace) if trace.exists() else []
     runs = [r for r in records if r.get("type") == "run"]
@@ -61,6 +62,8 @@ def claim_folder(out: Path, header: dict, resume: bool, overwrite: bool) -> Prio
         prior = PriorRun(records)
     for name in RUN_FILES if prior is None else OUTPUTS:
         (out / name).unlink(missing_ok=True)
+    if prior is None:  # the old run's prompts and pictures would otherwise sit beside a trace that never asked them
+        shutil.rmtree(out / REQUESTS_DIR, ignore_errors=True)
     shutil.rmtree(out / STAGING, ignore_errors=True)
     return prior
 

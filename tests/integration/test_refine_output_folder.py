@@ -79,6 +79,20 @@ def test_another_run_in_a_finished_folder_is_refused_then_overwritten(tmp_path: 
     assert (out / "trace.jsonl").read_text().count('"type":"run"') == 1
 
 
+def test_overwrite_removes_the_old_runs_recorded_requests(tmp_path: Path, two_inputs) -> None:
+    """A VLM run's ``requests/`` (prompts and pictures by hash) belongs to its trace; a replacing run drops it."""
+    first, second = two_inputs
+    out = tmp_path / "o"
+    refine_here([*first, f"out={out}", *FAKE])
+    stale = out / "requests" / "stale.json"
+    stale.parent.mkdir()
+    stale.write_text("{}")
+    refine_here([*first, f"out={out}", *FAKE])          # the same run again resumes: its requests stay
+    assert stale.exists()
+    refine_here([*second, f"out={out}", *FAKE, "overwrite=true"])
+    assert not stale.parent.exists()
+
+
 def test_the_same_run_again_resumes_from_its_trace(tmp_path: Path, two_inputs, capsys) -> None:
     first, _ = two_inputs
     out = tmp_path / "o"
