@@ -144,3 +144,32 @@ def test_bad_input_is_one_line_before_any_cluster(volume: dict, tmp_path: Path,
     assert "small.ome.zarr: mask shape (16, 128, 256) differs from image shape (32, 128, 256)" in \
         one_error_line(capsys, 2, exc)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def server_down_editor(**_: object):  # type: ignore[no-untyped-def]
+    """An editor whose model server is gone (what a VLM role raises when vLLM stops answering)."""
+    from neurorefiner.agents.vlm.client import AgentServerError
+
+    class Down:
+        def edit(self, image_block, mask_block, instruction):  # type: ignore[no-untyped-def]
+            raise AgentServerError("the agents' server at http://127.0.0.1:9/v1 did not answer")
+
+    return Down()
+
+
+@pytest.mark.slow
+def test_a_server_down_ends_the_dask_run_with_one_line(volume: dict, cluster: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture) -> None:
+    """Every tile would fail the same way: the run stops asking, cancels the other tiles, and ends as the
+    in-memory run does (one line, exit 2), saying how to resume; no output is left half-written."""
+    img, msk = volume["paths"]["zarr"]
+    out = tmp_path / "out"
+    overrides = [a for a in FAKE if "editor" not in a]
+    with pytest.raises(SystemExit) as exc:
+        refine_here([*overrides, *DASK, "editor._target_=tests.integration.test_whole_volume_refine.server_down_editor",
+                     f"image={img}", f"mask={msk}", f"out={out}", "executor.tile=[32,64,64]",
+                     f"executor.address={cluster}"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: ") and "did not answer" in err[-1] and "run again to resume" in err[-1], err
+    assert not any("Traceback" in line for line in err) and not (out / "refined_mask.ome.zarr").exists()

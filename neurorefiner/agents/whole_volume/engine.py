@@ -33,6 +33,7 @@ import numpy as np
 
 from neurorefiner.agents.build import build_loop, plain
 from neurorefiner.agents.output_lock import OutputLock, check_output_dir
+from neurorefiner.agents.roles import RoleError
 from neurorefiner.agents.trace import TRACE_VERSION, TraceWriter, read_trace
 from neurorefiner.agents.whole_volume.task import TileJob, refine_tile
 from neurorefiner.agents.whole_volume.tiles import check_plan, plan_tiles
@@ -103,6 +104,9 @@ class DaskExecutor:
             except TileFailure as exc:  # a worker's traceback is noise here: one line, exit 1, resumable
                 print(f"error: {exc}", file=sys.stderr)
                 sys.exit(1)
+            except RoleError as exc:  # a model server down: one line, exit 2, as the in-memory run ends
+                print(f"error: {exc}", file=sys.stderr)
+                sys.exit(2)
             finally:
                 client.close()
                 if cluster is not None:
@@ -155,6 +159,11 @@ class DaskExecutor:
             for fut in as_completed(futures):
                 try:
                     summary = fut.result()
+                except RoleError as exc:  # the model server is down for every tile: stop asking it
+                    client.cancel(futures)
+                    bar.close()
+                    raise RoleError(f"{exc} ({len(summaries)} of {len(tiles)} tile(s) committed; run again to "
+                                    "resume)") from None
                 except Exception as exc:  # noqa: BLE001 - a tile's error is reported, the others finish
                     failed.append(f"{type(exc).__name__}: {exc}")
                     continue
