@@ -102,7 +102,9 @@ def write_standin_card(preset: str) -> Path:
     if val_md.exists():
         chosen = next(line.replace("**", "").strip() for line in val_md.read_text().splitlines()
                       if line.startswith("**Chosen"))
-        body += f"\n- val split, whole volumes, largest component, APP2 (full volume): {chosen}"
+        how = ("APP2 from the mask voxel nearest the gold root" if "(root_seeded)" in val_md.read_text()
+               else "APP2's own root")
+        body += f"\n- post-processing chosen on the val split (whole volumes, {how}): {chosen}"
         body += f" (`{val_md.relative_to(project_root())}`)"
     else:
         body += ("\n- no threshold chosen on the val split yet (run.sh step choose did not finish): inference uses "

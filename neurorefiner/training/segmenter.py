@@ -160,6 +160,7 @@ def train_segmenter(cfg: DictConfig) -> dict[str, Any]:
             "best_checkpoint": best, "exported": export_which, "metrics": metrics, "seed": cfg.get("seed"),
             "foreground_prior": module.hparams.get("foreground_prior"), "picked_by": monitor}
     info["labels"] = {k: dm.__dict__.get(k) for k in ("labels", "label_band", "label_rel")}
+    info["val_max_size"] = list(dm.val_max_size) if dm.val_max_size else None
     info["world_size"] = int(trainer.world_size)
     metrics.update({"wall_s": wall, "global_step": float(trainer.global_step), "export_path": str(export)})
     if trainer.is_global_zero:  # one writer: the export, its card and the shipping copy come from rank 0 only
@@ -211,6 +212,13 @@ def provenance_markdown(export_path: str | Path, command: str, title: str | None
     return "\n".join(lines)
 
 
+def _val_crop(meta: dict) -> str:
+    """How the validation volumes were cut: a pick on crops can score far above the whole volumes the tables
+    trace (a root at the field border lies outside a crop centred on the label)."""
+    crop = meta.get("val_max_size")
+    return f", val volumes centre-cropped on their label to at most {' x '.join(map(str, crop))}" if crop else ""
+
+
 def _training_lines(meta: dict) -> list[str]:
     """How one network was trained, from its checkpoint's metadata."""
     metrics = meta.get("metrics", {})
@@ -228,6 +236,6 @@ def _training_lines(meta: dict) -> list[str]:
              + (f"; best validation Dice {metrics['best_val_dice']:.4f}" if "best_val_dice" in metrics
                 else " (the last validation)") if meta.get("val_cases") else
              "- validation: none (every dev case trained the network)"),
-            *([f"- checkpoint picked by validation APP2 F1 from the gold root (threshold 0.5): best "
+            *([f"- checkpoint picked by validation APP2 F1 from the gold root (threshold 0.5{_val_crop(meta)}): best "
                f"{metrics.get('best_val_trace_f1', float('nan')):.4f}"] if meta.get("picked_by") == "val/trace_f1"
               else [])]

@@ -178,3 +178,16 @@ def test_a_run_with_other_settings_does_not_resume_a_finished_run(tmp_path):
     assert fresh["global_step"] == 2
     assert load_segmenter(Path(fresh["export_path"])).meta["resumed_from"] is None
     assert train_segmenter(_cfg(tmp_path, 3, ("segmentation.module.lr=0.001",)))["global_step"] == 3
+
+
+def test_the_card_says_a_trace_pick_was_scored_on_val_crops():
+    """The pick's F1 on label-centred crops (0.757 for the cwmbs_weak stand-in) read as a whole-volume figure
+    beside the chooser's 0.54; the card now says what the pick was scored on."""
+    from neurorefiner.training.segmenter import _training_lines
+
+    meta = {"val_cases": ["v0"], "picked_by": "val/trace_f1", "val_max_size": [32, 192, 192],
+            "metrics": {"best_val_trace_f1": 0.757}}
+    line = next(x for x in _training_lines(meta) if x.startswith("- checkpoint picked"))
+    assert "centre-cropped on their label to at most 32 x 192 x 192): best 0.7570" in line
+    line = next(x for x in _training_lines({**meta, "val_max_size": None}) if x.startswith("- checkpoint picked"))
+    assert line.endswith("(threshold 0.5): best 0.7570")
