@@ -17,11 +17,15 @@ def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registr
                                                help="comma-separated: whose masks' candidates to learn from"),
                 out: Path = typer.Option(Path("outputs/judge/judge.json"), "--out",
                                          help="where to write the judge (checkpoints/judge.json ships it)"),
-                augment: int = typer.Option(2, "--augment", help="defect-cut copies of each mask")) -> None:
+                augment: int = typer.Option(2, "--augment", help="defect-cut copies of each mask"),
+                min_support: int = typer.Option(1, "--min-support", min=1,
+                                                help="candidates a threshold must admit before its out-of-fold "
+                                                     "precision is held to the floor (few stacks: 10)")) -> None:
     """Train the learned agents' judge on gold."""
     from neurorefiner.agents.learned.training import train_judge as run
 
     if split == "test":
         raise typer.BadParameter("never train on a test split", param_hint="--split")
-    path, card = run(dataset, split, [s for s in segmenters.split(",") if s], str(out), augment, progress=is_tty())
+    path, card = run(dataset, split, [s for s in segmenters.split(",") if s], str(out), augment, progress=is_tty(),
+                      min_support=min_support)
     typer.echo(f"judge -> {path}\ncard  -> {card}")

@@ -140,6 +140,20 @@ def test_threshold_keeps_the_asked_precision() -> None:
     assert best_threshold(p, np.array([0, 0, 0, 0, 0, 1]), 0.9) == 1.1
 
 
+def test_one_wrong_candidate_at_the_top_does_not_silence_a_kind_with_min_support() -> None:
+    """Regression: on a 2-stack val split 44 of 46 joins were right, but the highest-scored one was wrong, so
+    the strict rule (precision at every threshold above) never acted. With a minimum support the first few
+    candidates are not held to the floor; the floor still holds where the count is enough."""
+    p = np.linspace(1.0, 0.01, 40)
+    y = np.ones(40, int)
+    y[0] = 0                                   # the top-scored candidate is wrong, the rest right
+    assert best_threshold(p, y, 0.8) == 1.1    # the strict rule: never act
+    t = best_threshold(p, y, 0.8, min_support=10)
+    assert t == p[-1] and (y[p >= t] == 1).mean() >= 0.8
+    y[:20] = 0                                 # precision below the floor well past the support: no action
+    assert best_threshold(p, y, 0.8, min_support=10) == 1.1
+
+
 def test_cut_branch_cuts_at_the_junction_and_never_splits_the_trunk() -> None:
     mask = np.zeros((32, 64, 64), bool)
     mask[15:18, 30:33, 2:62] = True            # trunk along x through the middle

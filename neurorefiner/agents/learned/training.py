@@ -78,8 +78,10 @@ MODELS = {"join": "logistic", "remove": "logistic", "prune": "logistic"}
 """The model type per kind: the winner leave-one-stack-out on DIADEM dev (``neurorefiner study ceilings``)."""
 
 
-def fit_judge(data: LabelledSet, models: dict[str, str] | None = None, meta: dict | None = None) -> Judge:
-    """A judge on all of ``data``; each kind's threshold from leave-one-group-out predictions within it."""
+def fit_judge(data: LabelledSet, models: dict[str, str] | None = None, meta: dict | None = None,
+              min_support: int = 1) -> Judge:
+    """A judge on all of ``data``; each kind's threshold from leave-one-group-out predictions within it
+    (``min_support``: see :func:`~neurorefiner.agents.learned.judge.best_threshold`)."""
     models = {**MODELS, **(models or {})}
     boosters, thresholds, prior = {}, {}, {}
     for kind in KINDS:
@@ -91,7 +93,8 @@ def fit_judge(data: LabelledSet, models: dict[str, str] | None = None, meta: dic
             continue
         boosters[kind] = booster
         oof = out_of_fold(x, y, g, models[kind])
-        thresholds[kind] = best_threshold(oof, y, MIN_PRECISION[kind]) if oof is not None else 1.1
+        thresholds[kind] = (best_threshold(oof, y, MIN_PRECISION[kind], min_support) if oof is not None
+                            else 1.1)
     return Judge(boosters, thresholds, prior, dict(meta or {}))
 
 
@@ -111,7 +114,8 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, model: str) ->
     return p
 
 
-def held_out_judges(data: LabelledSet, models: dict[str, str] | None = None) -> dict[str, Judge]:
+def held_out_judges(data: LabelledSet, models: dict[str, str] | None = None,
+                    min_support: int = 1) -> dict[str, Judge]:
     """One judge per group, trained (thresholds included) without that group: every dev figure uses these."""
     groups = sorted({g for k in KINDS for g in data.groups[k].tolist()})
     out = {}
@@ -120,7 +124,7 @@ def held_out_judges(data: LabelledSet, models: dict[str, str] | None = None) -> 
         for k in KINDS:
             keep = data.groups[k] != g
             sub.x[k], sub.y[k], sub.groups[k] = data.x[k][keep], data.y[k][keep], data.groups[k][keep]
-        out[g] = fit_judge(sub, models, meta={"held_out": g})
+        out[g] = fit_judge(sub, models, meta={"held_out": g}, min_support=min_support)
     return out
 
 
@@ -234,7 +238,9 @@ def judge_card(judge: Judge, scores: dict[str, dict[str, float]], command: str) 
              "each mask; labels from the gold SWC, candidates beyond the gold's scope left out.",
              f"- Models: {', '.join(f'{k}: {v}' for k, v in meta.get('models', {}).items())}; thresholds "
              f"{', '.join(f'{k}: {v:.3f}' for k, v in judge.thresholds.items())} (the lowest keeping the "
-             "out-of-fold precision of neurorefiner.agents.learned.judge.MIN_PRECISION).",
+             "out-of-fold precision of neurorefiner.agents.learned.judge.MIN_PRECISION"
+             + (f" at every threshold admitting at least {meta['min_support']} candidates"
+                if meta.get("min_support", 1) > 1 else "") + ").",
              f"- Labelled candidates: {', '.join(f'{k}: {int(v)}' for k, v in meta.get('labelled', {}).items())}.",
              f"- Code: commit {meta.get('commit')}.", "",
              "Held out (leave one stack out, both segmenters' masks of a stack together):", "",
@@ -250,7 +256,7 @@ def judge_card(judge: Judge, scores: dict[str, dict[str, float]], command: str) 
 
 
 def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, augment: int = 2,
-                progress: bool = True) -> tuple[Path, Path]:
+                progress: bool = True, min_support: int = 1) -> tuple[Path, Path]:
     """Train the judge on a dataset's dev/train split and write it (``out``, JSON) with its card (``.md``)."""
     from neurorefiner.errors import InputError
     from neurorefiner.io.atomic import write_text_atomic
@@ -260,13 +266,14 @@ def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, a
         raise InputError("the judge trains on DIADEM dev only (OP_7-OP_9 are held out)")
     cases = gold_cases(dataset, split, segmenters)
     data, _ = labelled_set(cases, progress=progress, augment=augment)
-    scores = held_out_scores(data, held_out_judges(data))
+    scores = held_out_scores(data, held_out_judges(data, min_support=min_support))
     meta = {"dataset": dataset, "split": split, "segmenters": list(segmenters), "augment": augment,
+            "min_support": min_support,
             "cases": sorted({c.case for c in cases}), "models": dict(MODELS), "commit": git_commit(),
             "labelled": {k: len(v) for k, v in data.y.items()}, "held_out": scores}
-    judge = fit_judge(data, meta=meta)
+    judge = fit_judge(data, meta=meta, min_support=min_support)
     path = judge.save(Path(out))
     command = (f"neurorefiner train-judge --dataset {dataset} --split {split} --segmenters {','.join(segmenters)} "
-               f"--out {out}")
+               f"--out {out}" + (f" --min-support {min_support}" if min_support != 1 else ""))
     card = write_text_atomic(path.with_suffix(".md"), judge_card(judge, scores, command))
     return path, card
