@@ -12,7 +12,7 @@ from neurorefiner.cli.common import friendly_errors, is_tty
 
 @friendly_errors
 def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registry name with gold SWCs"),
-                split: str = typer.Option("dev", "--split", help="the split to learn from (never a test split)"),
+                split: str = typer.Option("dev", "--split", help="the split(s) to learn from, comma-separated (never a test split)"),
                 segmenters: str = typer.Option("unet3d,nnunet_style", "--segmenters",
                                                help="comma-separated: whose masks' candidates to learn from"),
                 out: Path = typer.Option(Path("outputs/judge/judge.json"), "--out",
@@ -24,7 +24,7 @@ def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registr
     """Train the learned agents' judge on gold."""
     from neurorefiner.agents.learned.training import train_judge as run
 
-    if split == "test":
+    if "test" in [s.strip() for s in split.split(",")]:
         raise typer.BadParameter("never train on a test split", param_hint="--split")
     path, card = run(dataset, split, [s for s in segmenters.split(",") if s], str(out), augment, progress=is_tty(),
                       min_support=min_support)

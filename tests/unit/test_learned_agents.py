@@ -267,3 +267,15 @@ def test_a_cut_on_specks_alone_says_so_instead_of_failing() -> None:
     assert (out == mask).all() and "nothing to cut" in why
     image = np.where(mask, 0.9, 0.0).astype(np.float32)
     assert find_candidates(image, mask | tube((16, 32, 32), y=16, z=8, x0=2, x1=30), (1, 1, 1)) is not None
+
+
+@pytest.mark.parametrize("split", ["test", "val,test", "train, test"])
+def test_the_judge_never_trains_on_a_test_split(split: str) -> None:
+    """Several splits may be named (a stand-in's 2-stack val split is too few for leave one stack out), never
+    a test split among them; refused before any mask is made."""
+    from neurorefiner.agents.learned.training import train_judge
+
+    with pytest.raises(InputError, match="test split"):
+        train_judge("synthetic_cwmbs_noise", split, ["unet3d"], "unused.json")
+    with pytest.raises(InputError, match="DIADEM dev only"):
+        train_judge("diadem", "dev,val", ["unet3d"], "unused.json")

@@ -257,14 +257,19 @@ def judge_card(judge: Judge, scores: dict[str, dict[str, float]], command: str) 
 
 def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, augment: int = 2,
                 progress: bool = True, min_support: int = 1) -> tuple[Path, Path]:
-    """Train the judge on a dataset's dev/train split and write it (``out``, JSON) with its card (``.md``)."""
+    """Train the judge on a dataset's dev/train/val split (or several, comma-separated) and write it (``out``,
+    JSON) with its card (``.md``)."""
     from neurorefiner.errors import InputError
     from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.paths import git_commit
 
-    if dataset == "diadem" and split != "dev":
+    splits = [s.strip() for s in split.split(",") if s.strip()]
+    if "test" in splits:
+        raise InputError(f"never train the judge on a test split (--split {split})")
+    if dataset == "diadem" and splits != ["dev"]:
         raise InputError("the judge trains on DIADEM dev only (OP_7-OP_9 are held out)")
-    cases = gold_cases(dataset, split, segmenters)
+    # several splits (train,val) where one holds too few stacks for a leave-one-stack-out threshold
+    cases = [c for s in splits for c in gold_cases(dataset, s, segmenters)]
     data, _ = labelled_set(cases, progress=progress, augment=augment)
     scores = held_out_scores(data, held_out_judges(data, min_support=min_support))
     meta = {"dataset": dataset, "split": split, "segmenters": list(segmenters), "augment": augment,
