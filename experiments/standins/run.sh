@@ -62,7 +62,7 @@ for step in $STEPS; do
           split=test methods=[initial] segmenter=unet3d protocols=[root_seeded] limit="${FRESH_CASES:-3}" \
           progress=false out_dir="$OUT/fresh/rows/${p}_unet3d"
       done
-      $NR study standins-table --rows "$OUT/fresh/rows" --out "$OUT/fresh" ;;
+      $NR study standins-table --rows "$OUT/fresh/rows" --out "$OUT/fresh" --fresh-seed "${FRESH_SEED:-2027}" ;;
     table)
       $NR study standins-table --rows "$OUT/rows" --out "$OUT" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;

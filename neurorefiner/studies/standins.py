@@ -31,9 +31,11 @@ KEYS = ("PRE", "REC", "F1", "SD", "SSD")
 
 
 
-def standins_table(rows_dir: Path, out: Path) -> str:
+def standins_table(rows_dir: Path, out: Path, fresh_seed: int | None = None) -> str:
     """Collect the rows ``python evaluate.py ... out_dir=<rows_dir>/<preset>_<segmenter>`` wrote into
-    ``standins.md`` and ``standins.csv`` under ``out`` (with date and commit); returns the Markdown."""
+    ``standins.md`` and ``standins.csv`` under ``out`` (with date and commit); returns the Markdown.
+    ``fresh_seed``: the rows are of volumes rendered with that dataset seed (run.sh step ``fresh``), not of
+    the preset's test split, and the header says so."""
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=project_root()).stdout.strip()
     table = []
@@ -61,10 +63,14 @@ def standins_table(rows_dir: Path, out: Path) -> str:
                          "first)", rows_dir)
     write_rows_csv(out / "standins.csv", table)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = ["# SYNTHETIC stand-ins vs the paper's initial-mask rows (test splits)", "",
-             f"Made {stamp} at commit {commit} by `bash experiments/standins/run.sh` (step `table`). Every row "
+    volumes = ("test volumes rendered with dataset seed {} (never used by the project: a new user's first "
+               "stacks)".format(fresh_seed) if fresh_seed is not None else "the test split")
+    lines = ["# SYNTHETIC stand-ins vs the paper's initial-mask rows ("
+             + (f"fresh volumes, seed {fresh_seed}" if fresh_seed is not None else "test splits") + ")", "",
+             f"Made {stamp} at commit {commit} by `bash experiments/standins/run.sh` (step "
+             f"`{'fresh' if fresh_seed is not None else 'table'}`). Every row "
              "is a generated SYNTHETIC stand-in, never a BigNeuron/CWMBS/ZBFWB result; the paper columns are "
-             "its Tables 1-2 on the real benchmarks, for calibration only. Initial masks of the test split "
+             f"its Tables 1-2 on the real benchmarks, for calibration only. Initial masks of {volumes} "
              "(threshold chosen on the val split, every component kept), traced by APP2: root_seeded (from the "
              "mask voxel nearest the gold root, the headline, as for DIADEM) and full_volume (APP2's own root). "
              "PRE/REC/F1 in %, SD/SSD in voxels, means over the test volumes (SD/SSD over those with a non-empty "

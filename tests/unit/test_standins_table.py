@@ -43,3 +43,13 @@ def test_an_empty_trace_does_not_make_the_mean_distance_infinite(tmp_path: Path)
     md = standins_table(tmp_path / "rows", tmp_path / "out")
     line = next(x for x in md.splitlines() if x.startswith("| synthetic_cwmbs_weak"))
     assert "inf" not in line and "| 2.00 | 3.00 |" in line and "| 25.00 |" in line
+
+
+def test_fresh_rows_are_not_called_the_test_split(tmp_path: Path) -> None:
+    """run.sh step fresh scores volumes of an unused seed; the table must not say "test split"."""
+    rows = tmp_path / "rows" / "synthetic_cwmbs_weak_unet3d"
+    _row(rows, "synthetic_cwmbs_weak_test_000", "root_seeded", 0.5)
+    md = standins_table(tmp_path / "rows", tmp_path / "out", fresh_seed=2027)
+    assert "fresh volumes, seed 2027" in md.splitlines()[0] and "dataset seed 2027" in md
+    assert "of the test split" not in md and "(step `fresh`)" in md
+    assert "of the test split" in standins_table(tmp_path / "rows", tmp_path / "out2")

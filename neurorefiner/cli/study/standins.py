@@ -11,11 +11,13 @@ from neurorefiner.cli.common import friendly_errors
 
 @friendly_errors
 def standins_table(rows: Path = typer.Option(..., "--rows", help="folder of evaluate.py rows"),
-                   out: Path = typer.Option(..., "--out", help="where standins.md and standins.csv go")) -> None:
+                   out: Path = typer.Option(..., "--out", help="where standins.md and standins.csv go"),
+                   fresh_seed: int = typer.Option(None, "--fresh-seed",
+                                                  help="the rows are of volumes of this dataset seed")) -> None:
     """Write the stand-ins' test rows beside the paper's initial-mask rows (SYNTHETIC)."""
     from neurorefiner.studies.standins import standins_table as run
 
-    typer.echo(run(rows, out), nl=False)
+    typer.echo(run(rows, out, fresh_seed), nl=False)
 
 
 @friendly_errors
