@@ -12,7 +12,8 @@ from neurorefiner.cli.common import friendly_errors, is_tty
 
 @friendly_errors
 def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registry name with gold SWCs"),
-                split: str = typer.Option("dev", "--split", help="the split(s) to learn from, comma-separated (never a test split)"),
+                split: str = typer.Option("dev", "--split",
+                                          help="the split(s) to learn from, comma-separated (never a test split)"),
                 segmenters: str = typer.Option("unet3d,nnunet_style", "--segmenters",
                                                help="comma-separated: whose masks' candidates to learn from"),
                 out: Path = typer.Option(Path("outputs/judge/judge.json"), "--out",
