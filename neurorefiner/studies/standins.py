@@ -63,8 +63,8 @@ def standins_table(rows_dir: Path, out: Path, fresh_seed: int | None = None) -> 
                          "first)", rows_dir)
     write_rows_csv(out / "standins.csv", table)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    volumes = ("test volumes rendered with dataset seed {} (never used by the project: a new user's first "
-               "stacks)".format(fresh_seed) if fresh_seed is not None else "the test split")
+    volumes = (f"test volumes rendered with dataset seed {fresh_seed} (never used by the project: a new user's first "
+               "stacks)" if fresh_seed is not None else "the test split")
     lines = ["# SYNTHETIC stand-ins vs the paper's initial-mask rows ("
              + (f"fresh volumes, seed {fresh_seed}" if fresh_seed is not None else "test splits") + ")", "",
              f"Made {stamp} at commit {commit} by `bash experiments/standins/run.sh` (step "
