@@ -46,7 +46,7 @@ def test_refine_with_the_fake_server_survives_every_fault_in_under_30_s(tmp_path
     out = tmp_path / "out"
     broken = '{"flags": "block 0 looks broken"}'
     script = {"inspector": [Status(500), Answer(broken), Answer('{"flags": [{"block": 0, "error": "FN"}]}'),
-                            Answer('{"flags": []}')],                                # retried twice; the second pass: done
+                            Answer('{"flags": []}')],                                # retried twice; then done
               "advisor": [Answer("The fibre should be made continuous."),              # a failed try, quoted back
                           Answer("Connect the neurons located in the middle upper posterior region")],
               "validator": [Hang(3.0)]}                                                # past the 1 s timeout: retried

@@ -229,7 +229,7 @@ def test_an_unreadable_inspection_keeps_the_answers_in_the_trace(tmp_path: Path)
         c = client(server.url)
         agents = Agents(WithFallback(VLMInspector(c), HeuristicInspector()), VLMAdvisor(c), VLMValidator(c))
         run(agents, tmp_path / "b.jsonl")
-        assert len(server.requests("inspector")) == 3   # round 2 asks the model again: the server works
+        assert len(server.requests("inspector")) == 3   # the next pass asks the model again: the server works
     first = decisions(tmp_path / "b.jsonl", "inspector")[0]
     assert first["backend"] == "heuristic" and "Still fine." in " ".join(first["notes"])
 
