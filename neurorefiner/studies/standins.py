@@ -25,7 +25,11 @@ PRESETS = ("synthetic_cwmbs_weak", "synthetic_cwmbs_noise", "synthetic_bigneuron
 PAPER = {"synthetic_cwmbs_weak": ("CWMBS weak", 74.94, 79.83), "synthetic_cwmbs_noise": ("CWMBS noise", 79.23, 73.14),
          "synthetic_bigneuron": ("BigNeuron", 86.33, 87.10), "synthetic_zbfwb": ("ZBFWB", 72.94, 75.85)}
 N_TEST = {"synthetic_cwmbs_weak": 8, "synthetic_cwmbs_noise": 4, "synthetic_bigneuron": 8, "synthetic_zbfwb": 4}
-SEGMENTERS = {"unet3d": "3D U-Net (shipped CPU checkpoint)", "otsu": "naive floor (Otsu)"}
+SEGMENTERS = {"unet3d": "3D U-Net (shipped CPU checkpoint)",
+              "nnunet_style": "nnU-Net-style (shipped CPU checkpoint, the U-Net's recipe and budget)",
+              "otsu": "naive floor (Otsu)"}
+# the trained stand-in segmenters: one shipped checkpoint and card per (arch, preset)
+ARCH_TITLES = {"unet3d": "3D U-Net", "nnunet_style": "nnU-Net-style network"}
 PROTOCOLS = ("root_seeded", "full_volume")
 KEYS = ("PRE", "REC", "F1", "SD", "SSD")
 
@@ -90,20 +94,25 @@ def standins_table(rows_dir: Path, out: Path, fresh_seed: int | None = None) -> 
 
 
 
-def write_standin_card(preset: str) -> Path:
-    """Write the card (.md) of the shipped SYNTHETIC stand-in U-Net of ``preset`` from the checkpoint's own
-    metadata, citing the one line that rebuilds it and the val-split post-processing choice; returns its path."""
-    name = f"unet3d_{preset}_cpu"
+def write_standin_card(preset: str, arch: str = "unet3d") -> Path:
+    """Write the card (.md) of the shipped SYNTHETIC stand-in segmenter ``arch`` of ``preset`` from the
+    checkpoint's own metadata, citing the one line that rebuilds it and the val-split post-processing choice;
+    returns its path."""
+    if arch not in ARCH_TITLES:
+        raise InputError(f"no stand-in segmenter {arch!r} (one of {', '.join(ARCH_TITLES)})")
+    name = f"{arch}_{preset}_cpu"
     rel = Path("checkpoints") / "segmenters" / f"{name}.pt"  # as the card shows it
     path = project_root() / rel
-    head = [f"# {name}: CPU 3D U-Net on the SYNTHETIC preset {preset}", "",
+    if not path.exists():
+        raise InputError(f"no shipped checkpoint (train it: python train.py experiment={name} ship=true)", path)
+    head = [f"# {name}: CPU {ARCH_TITLES[arch]} on the SYNTHETIC preset {preset}", "",
             f"Trained on a generated stand-in (rendered into `data/cache/synth/{preset}/` on first use), never "
-            f"BigNeuron/CWMBS/ZBFWB data. `neurorefiner init-masks --dataset {preset} --segmenter unet3d` uses it "
+            f"BigNeuron/CWMBS/ZBFWB data. `neurorefiner init-masks --dataset {preset} --segmenter {arch}` uses it "
             "on a fresh clone. Test rows beside the paper's: `experiments/standins/standins.md`.", ""]
     body = provenance_markdown(path, f"python train.py experiment={name}", title="training record")
     body = body.replace("# training record\n\n", "").split("\n## Command")[0].rstrip()
     meta = load_segmenter(path).meta
-    val_md = project_root() / "experiments" / "standins" / "postprocess" / f"{preset}_unet3d_postprocess_val.md"
+    val_md = project_root() / "experiments" / "standins" / "postprocess" / f"{preset}_{arch}_postprocess_val.md"
     body += f"\n- seed: {meta.get('seed')}"
     if val_md.exists():
         chosen = next(line.replace("**", "").strip() for line in val_md.read_text().splitlines()
@@ -123,7 +132,7 @@ def write_standin_card(preset: str) -> Path:
             "preset's train split trains, its val "
             "split picks the checkpoint by APP2 F1 from the gold root). The threshold above was then chosen on the "
             "val split and recorded in the file: "
-            f"`neurorefiner study choose-postprocess --dataset {preset} --arch unet3d "
+            f"`neurorefiner study choose-postprocess --dataset {preset} --arch {arch} "
             f"--model {rel} {' '.join(f'--threshold {t}' for t in THRESHOLD_GRID)} --bridge 0 "
             "--out experiments/standins/postprocess --record` (`experiments/standins/run.sh`, step choose).", ""]
     card = path.with_suffix(".md")

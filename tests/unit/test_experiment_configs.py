@@ -161,3 +161,16 @@ def test_touch_experiment_turns_touch_on_beside_the_stage1_run(monkeypatch: pyte
     assert not is_shipped(cfg, output_checkpoint(cfg))
     assert Path(node.init_from) == ROOT / "checkpoints" / checkpoint_name(1)
     assert cfg.model.edit_weight == base.model.edit_weight and node.max_steps == base.stages["1"].max_steps
+
+
+@pytest.mark.parametrize("preset", ["cwmbs_weak", "cwmbs_noise", "bigneuron", "zbfwb"])
+def test_nnunet_style_standin_shares_the_unet_recipe(preset: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nnU-Net-style stand-in row is an equal-budget comparison: same data, crops, steps, validation and
+    pick as the preset's U-Net; only the network and the files it writes differ."""
+    cfg = _compose([f"experiment=nnunet_style_synthetic_{preset}_cpu"], monkeypatch)
+    base = _compose([f"experiment=unet3d_synthetic_{preset}_cpu"], monkeypatch)
+    assert cfg.model._target_.endswith("NNUNetStyle") and base.model._target_.endswith("UNet3D")
+    assert cfg.dataset.name == base.dataset.name == f"synthetic_{preset}"
+    assert cfg.segmentation.data == base.segmentation.data and cfg.segmentation.module == base.segmentation.module
+    assert cfg.trainer == base.trainer and cfg.segmentation.pick == base.segmentation.pick == "trace"
+    assert _output(cfg).name == f"nnunet_style_synthetic_{preset}_cpu.pt" != _output(base).name

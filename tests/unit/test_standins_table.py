@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from neurorefiner.errors import InputError
-from neurorefiner.studies.standins import standins_table
+from neurorefiner.studies.standins import standins_table, write_standin_card
 
 
-def _row(folder: Path, case: str, protocol: str, f1: float) -> None:
-    path = folder / "rows" / "abc" / "test" / "unet3d" / f"initial-{protocol}-{case}.json"
+def _row(folder: Path, case: str, protocol: str, f1: float, segmenter: str = "unet3d") -> None:
+    path = folder / "rows" / "abc" / "test" / segmenter / f"initial-{protocol}-{case}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"case": case, "protocol": protocol, "PRE": 1.0, "REC": f1, "F1": f1, "SD": 2.0,
                                 "SSD": 3.0}))
@@ -53,3 +53,20 @@ def test_fresh_rows_are_not_called_the_test_split(tmp_path: Path) -> None:
     assert "fresh volumes, seed 2027" in md.splitlines()[0] and "dataset seed 2027" in md
     assert "of the test split" not in md and "(step `fresh`)" in md
     assert "of the test split" in standins_table(tmp_path / "rows", tmp_path / "out2")
+
+
+def test_nnunet_style_rows_get_their_own_line(tmp_path: Path) -> None:
+    """run.sh ARCHS=nnunet_style writes rows/<preset>_nnunet_style: the table shows them beside the U-Net's."""
+    rows = tmp_path / "rows"
+    _row(rows / "synthetic_bigneuron_unet3d", "synthetic_bigneuron_test_000", "root_seeded", 0.5)
+    _row(rows / "synthetic_bigneuron_nnunet_style", "synthetic_bigneuron_test_000", "root_seeded", 0.8,
+         segmenter="nnunet_style")
+    lines = [x for x in standins_table(rows, tmp_path / "out").splitlines() if x.startswith("| synthetic_bigneuron")]
+    assert len(lines) == 2 and "nnU-Net-style" in lines[1] and "| 80.00 |" in lines[1]
+
+
+def test_a_card_for_an_unknown_or_untrained_segmenter_is_one_clear_error() -> None:
+    with pytest.raises(InputError, match="no stand-in segmenter 'swinunetr'"):
+        write_standin_card("synthetic_cwmbs_weak", "swinunetr")
+    with pytest.raises(InputError, match="train it: python train.py experiment=nnunet_style_synthetic_nope_cpu"):
+        write_standin_card("synthetic_nope", "nnunet_style")

@@ -21,12 +21,13 @@ def standins_table(rows: Path = typer.Option(..., "--rows", help="folder of eval
 
 
 @friendly_errors
-def standin_card(presets: list[str] = typer.Argument(..., help="synthetic_cwmbs_weak ...")) -> None:
-    """Write the card of each preset's shipped stand-in U-Net from its checkpoint's metadata."""
+def standin_card(presets: list[str] = typer.Argument(..., help="synthetic_cwmbs_weak ..."),
+                 arch: str = typer.Option("unet3d", "--arch", help="unet3d | nnunet_style")) -> None:
+    """Write the card of each preset's shipped stand-in segmenter from its checkpoint's metadata."""
     from neurorefiner.studies.standins import write_standin_card
 
     for preset in presets:
-        typer.echo(write_standin_card(preset))
+        typer.echo(write_standin_card(preset, arch))
 
 
 def register(app: typer.Typer) -> None:
