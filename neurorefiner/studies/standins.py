@@ -16,9 +16,10 @@ from neurorefiner.io.atomic import atomic_path
 from neurorefiner.paths import project_root
 from neurorefiner.training.segmenter import provenance_markdown
 
-# the val-split threshold grid of experiments/standins/run.sh (step choose): low thresholds matter for the
-# under-trained stand-in U-Nets, whose foreground probability along faint neurites stays low
-THRESHOLD_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+# the val-split threshold grid of experiments/standins/run.sh (step choose), which the cards cite: low thresholds
+# matter for the stand-in nets, whose foreground probability along faint neurites stays low
+# (tests/unit/test_standins_table.py checks the two agree)
+THRESHOLD_GRID = (0.2, 0.3, 0.4, 0.5, 0.6)
 
 PRESETS = ("synthetic_cwmbs_weak", "synthetic_cwmbs_noise", "synthetic_bigneuron", "synthetic_zbfwb")
 # the paper's Tables 1-2, F1 (%) of the initial masks of its baselines on the real benchmark each preset stands in for
@@ -133,8 +134,9 @@ def write_standin_card(preset: str, arch: str = "unet3d") -> Path:
             "split picks the checkpoint by APP2 F1 from the gold root). The threshold above was then chosen on the "
             "val split and recorded in the file: "
             f"`neurorefiner study choose-postprocess --dataset {preset} --arch {arch} "
-            f"--model {rel} {' '.join(f'--threshold {t}' for t in THRESHOLD_GRID)} --bridge 0 "
-            "--out experiments/standins/postprocess --record` (`experiments/standins/run.sh`, step choose).", ""]
+            f"--model {rel} {' '.join(f'--threshold {t}' for t in THRESHOLD_GRID)} --bridge 0 --keep 0 "
+            "--protocol root_seeded --out experiments/standins/postprocess --record` "
+            "(`experiments/standins/run.sh`, step choose).", ""]
     card = path.with_suffix(".md")
     with atomic_path(card) as tmp:
         tmp.write_text("\n".join(head) + "\n" + body + "\n" + "\n".join(tail))

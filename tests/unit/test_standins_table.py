@@ -4,12 +4,13 @@ rows folder with one clear line."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from neurorefiner.errors import InputError
-from neurorefiner.studies.standins import standins_table, write_standin_card
+from neurorefiner.studies.standins import THRESHOLD_GRID, standins_table, write_standin_card
 
 
 def _row(folder: Path, case: str, protocol: str, f1: float, segmenter: str = "unet3d") -> None:
@@ -70,3 +71,11 @@ def test_a_card_for_an_unknown_or_untrained_segmenter_is_one_clear_error() -> No
         write_standin_card("synthetic_cwmbs_weak", "swinunetr")
     with pytest.raises(InputError, match="train it: python train.py experiment=nnunet_style_synthetic_nope_cpu"):
         write_standin_card("synthetic_nope", "nnunet_style")
+
+
+def test_the_cards_cite_the_grid_and_flags_run_sh_chooses_with() -> None:
+    """A card's choose-postprocess line must be the one run.sh ran (it cited a 0.1 threshold run.sh never tried)."""
+    choose = Path(__file__).resolve().parents[2] / "experiments" / "standins" / "run.sh"
+    step = choose.read_text().split("    choose)", 1)[1].split(";;", 1)[0]
+    assert tuple(float(t) for t in re.findall(r"--threshold (\S+)", step)) == THRESHOLD_GRID
+    assert "--bridge 0 --keep 0" in step and "--protocol root_seeded" in step
