@@ -60,8 +60,8 @@ for step in $STEPS; do
       done ;;
     fragmentation)
       # how the initial masks break along the gold path, beside DIADEM's U-Net masks (what the presets are calibrated on)
-      $NR study fragmentation --dataset diadem:dev --dataset diadem:test $(for p in $PRESETS; do echo --dataset "$p:test"; done) \
-        --segmenter unet3d --out "$OUT" ;;
+      $NR study fragmentation --dataset diadem:dev --dataset diadem:test \
+        $(for a in $ARCHS; do for p in $PRESETS; do echo --dataset "$p:test:$a"; done; done) --segmenter unet3d --out "$OUT" ;;
     fresh)
       # the shipped U-Net on fresh volumes of each preset (dataset seed FRESH_SEED, never used by the project; own
       # cache folder), root-seeded: the target is within 8 F1 points of the paper's 3D U-Net row

@@ -53,3 +53,14 @@ def test_summary_pools_breaks_over_gold_length():
              "segments": 1, "breaks_per_mm": 0.0, "pieces": 1, "root_piece": 1.0}]
     (s,) = summarise(rows)
     assert s["breaks_per_mm"] == pytest.approx(0.5) and s["root_piece"] == pytest.approx(0.75)
+
+
+def test_a_dataset_spec_may_name_its_segmenter():
+    from neurorefiner.cli.study.fragmentation import parse_dataset_spec
+
+    assert parse_dataset_spec("diadem:dev", "unet3d") == ("diadem", "dev", "unet3d")
+    assert parse_dataset_spec("synthetic_cwmbs_weak:test:nnunet_style", "unet3d") == (
+        "synthetic_cwmbs_weak", "test", "nnunet_style")
+    for bad in ("diadem", "diadem:", "a:b:c:d", "a::c"):
+        with pytest.raises(InputError, match="dataset:split"):
+            parse_dataset_spec(bad, "unet3d")

@@ -10,23 +10,32 @@ import typer
 from neurorefiner.cli.common import friendly_errors, is_tty
 
 
+def parse_dataset_spec(spec: str, segmenter: str) -> tuple[str, str, str]:
+    """``dataset:split[:segmenter]`` -> (dataset, split, segmenter), the segmenter defaulting to ``segmenter``:
+    one report can put several segmenters' masks of a preset beside DIADEM's."""
+    from neurorefiner.errors import InputError
+
+    parts = spec.split(":")
+    if len(parts) not in (2, 3) or not all(parts):
+        raise InputError(f"--dataset {spec!r}: give dataset:split or dataset:split:segmenter, e.g. diadem:dev")
+    return parts[0], parts[1], parts[2] if len(parts) == 3 else segmenter
+
+
 @friendly_errors
-def fragmentation(dataset: list[str] = typer.Option(..., "--dataset", help="dataset:split, repeatable "
-                                                    "(e.g. diadem:dev, synthetic_cwmbs_weak:test)"),
-                  segmenter: str = typer.Option("unet3d", "--segmenter", help="whose initial masks (the cache)"),
+def fragmentation(dataset: list[str] = typer.Option(..., "--dataset", help="dataset:split[:segmenter], repeatable "
+                                                    "(e.g. diadem:dev, synthetic_cwmbs_weak:test:nnunet_style)"),
+                  segmenter: str = typer.Option("unet3d", "--segmenter",
+                                                help="whose initial masks (the cache), where --dataset names none"),
                   out: Path = typer.Option(..., "--out", help="output folder"),
                   limit: int | None = typer.Option(None, "--limit", help="first N cases of each split"),
                   tol_um: float = typer.Option(2.0, "--tol-um", help="a gold point is covered within this")) -> None:
     """Fragmentation of initial masks along the gold path."""
-    from neurorefiner.errors import InputError
     from neurorefiner.studies.fragmentation import dataset_fragmentation, write_report
 
     rows = []
     for spec in dataset:
-        name, _, split = spec.partition(":")
-        if not split:
-            raise InputError(f"--dataset {spec!r}: give dataset:split, e.g. diadem:dev")
-        rows += dataset_fragmentation(name, split, segmenter, limit, tol_um, progress=is_tty())
+        name, split, seg = parse_dataset_spec(spec, segmenter)
+        rows += dataset_fragmentation(name, split, seg, limit, tol_um, progress=is_tty())
     typer.echo(write_report(rows, out))
 
 
