@@ -46,8 +46,8 @@ serve-vlm: ## print the vLLM command the vlm agents are written against (needs a
 bench: install ## run the benchmarks (figures and ratios against references measured in the same run)
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
-tables-synthetic: install ## the SYNTHETIC Tables 1-2 (all four stand-ins, every row; TABLE_ARGS="limit=3" for a quick look)
-	WANDB_MODE=offline $(BIN)/python evaluate.py -m experiment=table_1_synthetic_cwmbs_weak,table_1_synthetic_cwmbs_noise,table_2_synthetic_bigneuron,table_2_synthetic_zbfwb $(TABLE_ARGS)
+tables-synthetic: install ## the SYNTHETIC Tables 1-2 (all four stand-ins, every row on the U-Net's and the nnU-Net-style masks; TABLE_ARGS="limit=3" for a quick look)
+	WANDB_MODE=offline $(BIN)/python evaluate.py -m experiment=table_1_synthetic_cwmbs_weak,table_1_synthetic_cwmbs_noise,table_2_synthetic_bigneuron,table_2_synthetic_zbfwb segmenter=unet3d,nnunet_style $(TABLE_ARGS)
 
 lint: install ## ruff
 	$(BIN)/ruff check .  # package, tests, bench, experiments/, entry points; pyproject excludes data/
