@@ -160,9 +160,13 @@ def _agent_with_overrides(cfg: DictConfig, raw: DictConfig, node: dict) -> None:
 
 
 def method_key(node: DictConfig) -> str:
-    """A short digest of a method's settings: rows are only reused for the same ones."""
+    """A short digest of a method's settings: rows are only reused for the same ones. Paths inside the checkout
+    count from its root, so the same settings in another clone or worktree give the same key (the file's bytes
+    enter the row key separately, through the checkpoints it names)."""
+    from neurorefiner.paths import project_root
+
     blob = json.dumps(OmegaConf.to_container(node, resolve=True), sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+    return hashlib.sha256(blob.replace(str(project_root()), "<checkout>").encode()).hexdigest()[:8]
 
 
 def build_method(node: DictConfig, trace_dir: Path | None = None) -> Any:

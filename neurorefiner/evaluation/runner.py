@@ -116,11 +116,12 @@ def file_digest(path: Path) -> str:
 
 
 def _checkpoint_values(node: Any) -> list[str]:
-    """Every ``checkpoint``/``ckpt``/``checkpoint_path`` value set anywhere in a method node."""
+    """Every ``checkpoint``/``ckpt``/``checkpoint_path`` value set anywhere in a method node, and the learned
+    agents' ``judge`` file: a retrained judge changes the edits as new weights do."""
     found: list[str] = []
     if isinstance(node, dict):
         for k, v in node.items():
-            if k in ("checkpoint", "ckpt", "ckpt_path", "checkpoint_path") and isinstance(v, str) and v:
+            if k in ("checkpoint", "ckpt", "ckpt_path", "checkpoint_path", "judge") and isinstance(v, str) and v:
                 found.append(v)
             else:
                 found += _checkpoint_values(v)

@@ -188,6 +188,37 @@ def test_a_new_checkpoint_or_method_version_invalidates_the_cached_row(tmp_path:
     assert len(list((tmp_path / "out" / "rows").rglob("gold_mask-*.json"))) == 2
 
 
+def test_the_key_does_not_depend_on_where_the_checkout_lives(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A judge path under the checkout root made every worktree key its rows apart, so a table built in one
+    worktree left another's rows of the same settings "not run"."""
+    from omegaconf import OmegaConf
+
+    from neurorefiner.evaluation.methods import method_key
+
+    keys = []
+    for root in (tmp_path / "clone_a", tmp_path / "clone_b"):
+        monkeypatch.setenv("PROJECT_ROOT", str(root))
+        keys.append(method_key(OmegaConf.create({"agent": {"judge": f"{root}/checkpoints/judge.json"}})))
+    assert keys[0] == keys[1]
+    assert method_key(OmegaConf.create({"agent": {"judge": "/elsewhere/judge.json"}})) != keys[1]
+
+
+def test_a_retrained_judge_invalidates_the_cached_row(tmp_path: Path) -> None:
+    from omegaconf import OmegaConf
+
+    from neurorefiner.evaluation.methods import method_node
+    from neurorefiner.evaluation.runner import row_key
+
+    cfg = _cfg(tmp_path)
+    judge = tmp_path / "judge.json"
+    judge.write_text('{"thresholds": {"join": 0.9}}')
+    node = OmegaConf.merge(method_node(cfg, "gold_mask"), {"agent": {"inspector": {"judge": str(judge)}}})
+    first = row_key(node, "otsu", "tiny")
+    judge.write_text('{"thresholds": {"join": 0.5}}')
+    assert row_key(node, "otsu", "tiny") != first
+
+
 def test_the_segmenters_checkpoint_is_in_the_key_of_methods_that_start_from_it(tmp_path: Path) -> None:
     from neurorefiner.evaluation.methods import method_node
     from neurorefiner.evaluation.runner import method_checkpoints
