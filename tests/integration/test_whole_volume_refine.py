@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neurorefiner.io import read_volume, write_volume
+from neurorefiner.io import read_swc, read_volume, write_volume
 from neurorefiner.io.ome_zarr import open_ome_zarr, write_ome_zarr_volume
 from tests.integration.test_refine_output_folder import one_error_line, refine_here
 
@@ -97,9 +97,13 @@ def test_dask_gives_the_in_memory_mask(volume: dict, cluster: str, tile: str) ->
     records = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
     assert sum(r["type"] == "tile_done" for r in records) == summary["tiles"] and records[-1]["type"] == "done"
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == \
-        ["overview.png", "refined_mask.ome.zarr", "skeletons", "trace.jsonl", "traces"]
+        ["overview.png", "refined_mask.ome.zarr", "refined_skeleton.swc", "skeletons", "trace.jsonl", "traces"]
     swc = [line for f in (out / "skeletons").iterdir() for line in f.read_text().splitlines() if line[:1].isdigit()]
     assert len(swc) > 10 and len(list((out / "traces").iterdir())) >= 1
+    merged = read_swc(out / "refined_skeleton.swc")   # every tile's nodes, in one file that validates
+    assert len(merged) == len(swc) and len(merged.roots()) == summary["skeleton pieces"]
+    if summary["tiles"] > 1:   # a piece crossing a tile border is one piece in the merged file
+        assert summary["skeleton border joins"] >= 1
 
 
 @pytest.mark.slow

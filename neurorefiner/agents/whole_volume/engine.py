@@ -10,9 +10,9 @@ the image's min and max (the normalisation ``executor=local`` uses), the mask's 
 an overview picture; none holds a volume in memory.
 
 The output folder: ``refined_mask.ome.zarr`` (NGFF 0.4 pyramid, uint8 0/255), ``skeletons/tile_XXXXX.swc``
-(kimimaro, per tile), ``overview.png``, ``trace.jsonl`` (run header, one ``tile_done`` per committed tile, the
-summary) and ``traces/tile_XXXXX.jsonl`` (each tile's loop trace, as ``executor=local`` writes one). Until the
-run ends the store and the skeletons live in ``out/.work``; they are moved in together at the end, so ``out``
+(kimimaro, per tile), ``refined_skeleton.swc`` (those joined across tile borders), ``overview.png``,
+``trace.jsonl`` (run header, one ``tile_done`` per committed tile, the summary) and ``traces/tile_XXXXX.jsonl``
+(each tile's loop trace, as ``executor=local`` writes one). Until the run ends the store and the skeletons live in ``out/.work``; they are moved in together at the end, so ``out``
 never shows a half-written mask. A killed run resumes from ``.work`` and the trace: committed tiles are not
 redone, a tile killed half way resumes from its own trace.
 """
@@ -35,16 +35,19 @@ from neurorefiner.agents.build import build_loop, plain
 from neurorefiner.agents.output_lock import OutputLock, check_output_dir
 from neurorefiner.agents.roles import RoleError
 from neurorefiner.agents.trace import TRACE_VERSION, TraceWriter, read_trace
+from neurorefiner.agents.whole_volume.skeleton_merge import merge_tile_skeletons
 from neurorefiner.agents.whole_volume.task import TileJob, refine_tile
 from neurorefiner.agents.whole_volume.tiles import check_plan, plan_tiles
 from neurorefiner.errors import InputError
 from neurorefiner.io.atomic import atomic_path
 from neurorefiner.io.ome_zarr import ZarrSource, create_mask_store, finish_pyramid, is_zarr_path, open_ome_zarr
+from neurorefiner.io.swc import write_swc
 
 TRACE = "trace.jsonl"
 WORK = ".work"
 STORE = "refined_mask.ome.zarr"
-OUTPUTS = (STORE, "skeletons", "overview.png")
+SKELETON = "refined_skeleton.swc"   # the tiles' skeletons joined across tile borders: one file for Vaa3D/Fiji
+OUTPUTS = (STORE, "skeletons", SKELETON, "overview.png")
 #: everything a run of either executor writes in ``out`` (another run's are refused unless overwrite=true)
 RUN_FILES = (*OUTPUTS, TRACE, "traces", "refined_mask.tif", "refined_mask.swc", "report.html")
 MATCH_KEYS = ("version", "engine", "image", "mask", "spacing", "settings", "agent", "editor", "plan")
@@ -176,6 +179,7 @@ class DaskExecutor:
                 raise TileFailure(f"{len(failed)} tile(s) failed (committed tiles are kept; run again to resume): "
                                   f"{failed[0]}")
             levels = finish_pyramid(work / STORE, spacing, self.pyramid_min_side)
+            skeleton = self._merged_skeleton(work, spacing) if self.skeletons else {}
             if self.overview:
                 self._overview(work, stats, work / STORE)
             for name in OUTPUTS:
@@ -184,7 +188,8 @@ class DaskExecutor:
                     (work / name).replace(out / name)
             shutil.rmtree(work, ignore_errors=True)
             counts = _components(mask, out / STORE / "0") if self.components else {}
-            summary = {**self._summary(cfg, image, summaries, levels, time.perf_counter() - t0, out), **counts}
+            summary = {**self._summary(cfg, image, summaries, levels, time.perf_counter() - t0, out), **skeleton,
+                       **counts}
             trace.write({"type": "done", "summary": summary})
         print(f"refined {cfg.mask}: {len(tiles)} tile(s), {summary['accepted']} edit(s) accepted, "
               f"{summary['rejected']} rejected, {summary['escalated']} escalated; {summary['seconds']:.1f} s -> "
@@ -256,6 +261,17 @@ class DaskExecutor:
             _remove(out / name)
         _remove(out / WORK)
         return set(), None
+
+    def _merged_skeleton(self, work: Path, spacing: tuple) -> dict:
+        """``refined_skeleton.swc``: every tile's skeleton in one SWC, pieces joined only across tile borders
+        (:mod:`~neurorefiner.agents.whole_volume.skeleton_merge`); returns its counts for the summary."""
+        tree, counts = merge_tile_skeletons(sorted((work / "skeletons").glob("tile_*.swc")), spacing)
+        write_swc(work / SKELETON, tree, [
+            "neurorefiner refine.py executor=dask: kimimaro skeletons of the refined mask's tiles, joined where a "
+            f"piece crosses a tile border; x y z and radius in um (spacing z,y,x = {list(spacing)} um)",
+            f"{counts['pieces']} piece(s) from {counts['pieces in tiles']} in tiles ({counts['border joins']} "
+            "border joins)"])
+        return {"skeleton pieces": counts["pieces"], "skeleton border joins": counts["border joins"]}
 
     def _overview(self, work: Path, stats: dict, store: Path) -> None:
         """``overview.png``: z-MIPs of the image, the initial mask and the refined mask, side by side."""

@@ -27,6 +27,7 @@ from neurorefiner.agents.build import RefinementLoop, build_loop, same_run
 from neurorefiner.agents.loop import Agents, PriorRun
 from neurorefiner.agents.trace import read_trace
 from neurorefiner.agents.whole_volume.guard import BorderGuard, continuing_face_points
+from neurorefiner.agents.whole_volume.skeleton_merge import depth_first
 from neurorefiner.agents.whole_volume.tiles import Tile
 from neurorefiner.io.atomic import write_text_atomic
 from neurorefiner.io.ome_zarr import ZarrSource, write_region
@@ -148,33 +149,10 @@ def write_tile_skeleton(mask: np.ndarray, interior: Slices, spacing: tuple[float
             zyx = np.asarray(skel.vertices, float) + offset
             radii = np.asarray(getattr(skel, "radii", np.ones(len(zyx))), float)
             ids: dict[int, int] = {}
-            for v, parent in _depth_first(len(zyx), np.asarray(skel.edges, np.int64).reshape(-1, 2)):
+            for v, parent in depth_first(len(zyx), np.asarray(skel.edges, np.int64).reshape(-1, 2)):
                 count += 1
                 ids[v] = count
                 z, y, x = zyx[v]
                 lines.append(f"{count} 3 {x:.3f} {y:.3f} {z:.3f} {radii[v]:.3f} {ids[parent] if parent >= 0 else -1}")
     write_text_atomic(path, "\n".join(lines) + "\n")
     return count
-
-
-def _depth_first(n: int, edges: np.ndarray) -> list[tuple[int, int]]:
-    """(vertex, parent) pairs of a forest in depth-first order (parent -1 for each tree's root)."""
-    neighbours: list[list[int]] = [[] for _ in range(n)]
-    for a, b in edges:
-        neighbours[int(a)].append(int(b))
-        neighbours[int(b)].append(int(a))
-    seen = np.zeros(n, bool)
-    order: list[tuple[int, int]] = []
-    for root in range(n):
-        if seen[root]:
-            continue
-        seen[root] = True
-        stack = [(root, -1)]
-        while stack:
-            v, parent = stack.pop()
-            order.append((v, parent))
-            for w in neighbours[v]:
-                if not seen[w]:
-                    seen[w] = True
-                    stack.append((w, v))
-    return order
