@@ -12,9 +12,10 @@ an overview picture; none holds a volume in memory.
 The output folder: ``refined_mask.ome.zarr`` (NGFF 0.4 pyramid, uint8 0/255), ``skeletons/tile_XXXXX.swc``
 (kimimaro, per tile), ``refined_skeleton.swc`` (those joined across tile borders), ``overview.png``,
 ``trace.jsonl`` (run header, one ``tile_done`` per committed tile, the summary) and ``traces/tile_XXXXX.jsonl``
-(each tile's loop trace, as ``executor=local`` writes one). Until the run ends the store and the skeletons live in ``out/.work``; they are moved in together at the end, so ``out``
-never shows a half-written mask. A killed run resumes from ``.work`` and the trace: committed tiles are not
-redone, a tile killed half way resumes from its own trace.
+(each tile's loop trace, as ``executor=local`` writes one). Until the run ends the store and the skeletons live
+in ``out/.work``; they are moved in together at the end, so ``out`` never shows a half-written mask. A killed run
+resumes from ``.work`` and the trace: committed tiles are not redone, a tile killed half way resumes from its own
+trace.
 """
 
 from __future__ import annotations
