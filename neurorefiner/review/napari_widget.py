@@ -2,8 +2,8 @@
 
 Needs the ``viewer`` extra (napari with a Qt binding); nothing else in the package imports this module.
 The widget opens a refine folder into layers (:mod:`.layers`), lists the escalated defects (a click centres
-the view on one and shows the agents' tries), lists every edit with the agents' verdict and the person's
-(accept / reject / back to the agents'), and saves the reviewed mask with the ``correction`` layer's paint.
+the view on one, zoomed to its block, and shows the agents' tries), lists every edit with the agents' verdict and
+the person's (accept / reject / back to the agents'), and saves the reviewed mask with the ``correction`` layer's paint.
 All the decisions live in the session; the widget only shows them.
 """
 
@@ -28,6 +28,8 @@ from neurorefiner.review.folder import open_folder
 from neurorefiner.review.history import describe_try
 from neurorefiner.review.layers import CORRECTION, DROPPED, EDITS, layer_data
 from neurorefiner.review.session import ReviewSession
+
+ZOOM_CONTEXT = 2.0   # a clicked block (or edit window) spans 1/ZOOM_CONTEXT of the view: the defect and its context
 
 
 class ReviewWidget(QWidget):
@@ -106,18 +108,24 @@ class ReviewWidget(QWidget):
             self.edit_list.setCurrentRow(row)
 
     # ------------------------------------------------------------------ navigation
-    def centre_on(self, zyx: tuple[float, float, float]) -> None:
-        """Put voxel ``zyx`` in the middle of the view, on its z slice."""
+    def centre_on(self, zyx: tuple[float, float, float], span_yx: tuple[int, int] | None = None) -> None:
+        """Put voxel ``zyx`` in the middle of the view, on its z slice, and zoom so that ``span_yx`` voxels (the
+        block or the editor's window) fill about half the view: the defect and its surroundings at a glance."""
         assert self.session is not None
-        world = [float(c) * s for c, s in zip(zyx, self.session.folder.spacing)]
+        spacing = self.session.folder.spacing
+        world = [float(c) * s for c, s in zip(zyx, spacing)]
         self.viewer.dims.set_point(0, world[0])
+        if span_yx is not None:
+            span = np.maximum(np.asarray(span_yx, float) * np.asarray(spacing[1:], float), 1e-6)  # um, y and x
+            self.viewer.camera.zoom = float(np.min(canvas_size(self.viewer) / (ZOOM_CONTEXT * span)))
         self.viewer.camera.center = tuple(world)
 
     def focus_escalation(self, row: int) -> None:
         if self.session is None or not 0 <= row < len(self.session.escalations):
             return
         e = self.session.escalations[row]
-        self.centre_on(e.centre)
+        block = next((b for b in self.session.folder.blocks if b.id == e.block), None)
+        self.centre_on(e.centre, block.shape[1:] if block is not None else None)
         lines = [f"<b>{e.label()}</b>", f"located by {e.located_by}; defect key {e.key}; escalated in round "
                  f"{e.round + 1}"]
         lines += [describe_try(t, self.session.folder.blocks) for t in e.tries] + e.notes
@@ -127,7 +135,7 @@ class ReviewWidget(QWidget):
         if self.session is None or not 0 <= row < len(self.session.tries):
             return
         t = self.session.tries[row]
-        self.centre_on(t.centre)
+        self.centre_on(t.centre, tuple(sl.stop - sl.start for sl in t.window[1:]))
         self.tries_text.setHtml(describe_try(t, self.session.folder.blocks) +
                                 (f"<br>advisor: {t.advice}" if t.advice else ""))
 
@@ -155,6 +163,13 @@ class ReviewWidget(QWidget):
         self.status.setText(f"saved {path} and a review record in trace.jsonl; refine on with: python refine.py "
                             f"image={self.session.folder.sources['image']} mask={path} out=NEW_FOLDER")
         return path
+
+
+def canvas_size(viewer) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The canvas's (height, width) in screen pixels: ``viewer.canvas.size`` (napari >= 0.6), else the private
+    field older napari keeps it in."""
+    canvas = getattr(viewer, "canvas", None)
+    return np.asarray(canvas.size if canvas is not None else viewer._canvas_size, float)
 
 
 def review_widget(napari_viewer) -> ReviewWidget:  # type: ignore[no-untyped-def]

@@ -115,7 +115,7 @@ def test_the_napari_plugin_opens_the_folder_and_lists_its_escalations(run_folder
     pytest.importorskip("pytestqt", reason="pytest-qt is not installed (the viewer extra)")
     request.getfixturevalue("display")
     from neurorefiner.review.layers import CORRECTION, EDITS, ESCALATIONS
-    from neurorefiner.review.napari_widget import ReviewWidget
+    from neurorefiner.review.napari_widget import ReviewWidget, canvas_size
 
     make_napari_viewer = request.getfixturevalue("make_napari_viewer")
     try:
@@ -134,6 +134,10 @@ def test_the_napari_plugin_opens_the_folder_and_lists_its_escalations(run_folder
     widget.escalation_list.setCurrentRow(0)                    # a click: the view goes there, the tries show
     e = s.escalations[0]
     assert np.allclose(viewer.camera.center[-2:], np.array(e.centre[1:]) * s.folder.spacing[1:])
+    block = next(b for b in s.folder.blocks if b.id == e.block)
+    shown = canvas_size(viewer) / viewer.camera.zoom            # world units (um) the view spans, y and x
+    block_um = np.array(block.shape[1:]) * s.folder.spacing[1:]
+    assert np.isclose(np.min(shown / block_um), 2.0), (shown, block_um)   # zoomed to the block and as much around
     assert "try 1" in widget.tries_text.toPlainText() and f"block {e.block}" in widget.tries_text.toPlainText()
     accepted = next(i for i, t in enumerate(s.tries) if t.accepted)
     widget.edit_list.setCurrentRow(accepted)
