@@ -30,6 +30,10 @@ COLS = ["method", "case", "SD", "SSD", "pSSD", "PRE", "REC", "F1", "MES", "Dice"
 FLOOR_LARGEST = "naive floor: Otsu+TEASAR, largest component"
 FLOOR_EVERY = "naive floor: Otsu+TEASAR, every component"
 FLOOR_APP2 = "naive floor: Otsu -> APP2"
+PROTOCOLS = ("full_volume", "root_seeded")
+#: how each protocol's rows end: APP2's own root, or the mask voxel nearest the gold root (the synthetic Tables 1-2
+#: and DIADEM's protocol). The protocol is in the label so that rows of two protocols never merge as one.
+APP2_BY_PROTOCOL = {"full_volume": "-> APP2", "root_seeded": "-> APP2 from the gold root"}
 
 
 @dataclass(frozen=True)
@@ -157,7 +161,9 @@ def plot_rows(rows: list[dict], path: Path, title: str) -> Path:
             ax.barh(i, float(np.mean(vals)), color="0.8")
             ax.plot(vals, [i] * len(vals), "o", color="k", ms=3)
         ax.set_xlabel(xlabel)
-    axes[0].set_yticks(range(len(methods)), [m.replace(" -> APP2", "") for m in methods], fontsize=7)
+    seeded = f" {APP2_BY_PROTOCOL['root_seeded']}"
+    short = [m.replace(seeded, " (root-seeded)").replace(" -> APP2", "") for m in methods]
+    axes[0].set_yticks(range(len(methods)), short, fontsize=7)
     axes[0].invert_yaxis()
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
@@ -166,17 +172,25 @@ def plot_rows(rows: list[dict], path: Path, title: str) -> Path:
 
 
 def _scored(method: str, case: str, gold, mask: np.ndarray, spacing, gold_mask: np.ndarray,  # type: ignore[no-untyped-def]
-            started: float) -> dict:
-    from neurorefiner.metrics import score_mask
-
-    return {"method": method, "case": case, **{k: v for k, v in score_mask(gold, mask, spacing).items() if k in COLS},
+            started: float, protocol: str = "full_volume") -> dict:
+    return {"method": method, "case": case, **_traced(gold, mask, spacing, protocol),
             **voxel_row(mask, gold_mask), "seconds": time.perf_counter() - started}
 
 
-def floor_rows(case, image: np.ndarray, gold_mask: np.ndarray) -> list[dict]:  # type: ignore[no-untyped-def]
+def _traced(gold, mask: np.ndarray, spacing, protocol: str) -> dict:  # type: ignore[no-untyped-def]
+    """APP2 on ``mask`` (from the mask voxel nearest the gold root for ``root_seeded``), scored on the gold."""
+    from neurorefiner.metrics import score_mask
+    from neurorefiner.tracing.seeding import marker_nearest_root
+
+    kwargs = {"marker": marker_nearest_root(mask, gold, spacing)} if protocol == "root_seeded" else {}
+    return {k: v for k, v in score_mask(gold, mask, spacing, app2_kwargs=kwargs).items() if k in COLS}
+
+
+def floor_rows(case, image: np.ndarray, gold_mask: np.ndarray,  # type: ignore[no-untyped-def]
+               protocol: str = "full_volume") -> list[dict]:
     """The naive floor on one case: Otsu + TEASAR (largest / every component) and Otsu -> APP2."""
     from neurorefiner.baselines.naive import otsu_mask, teasar_tree
-    from neurorefiner.metrics import score_mask, score_trees
+    from neurorefiner.metrics import score_trees
 
     gold, sp = case.gold(), case.spacing or (1.0, 1.0, 1.0)
     t = time.perf_counter()
@@ -190,8 +204,8 @@ def floor_rows(case, image: np.ndarray, gold_mask: np.ndarray) -> list[dict]:  #
         rows.append({"method": label, "case": case.name, **score_trees(gold, tree, sp), **vox,
                      "seconds": seg_s + time.perf_counter() - t})
     t = time.perf_counter()
-    rows.append({"method": FLOOR_APP2, "case": case.name,
-                 **{k: v for k, v in score_mask(gold, m, sp).items() if k in COLS}, **vox,
+    rows.append({"method": FLOOR_APP2.replace("-> APP2", APP2_BY_PROTOCOL[protocol]), "case": case.name,
+                 **_traced(gold, m, sp, protocol), **vox,
                  "seconds": seg_s + time.perf_counter() - t})
     return rows
 
@@ -220,14 +234,17 @@ def segmenter_masks(dataset: str, split: str, specs: Sequence[SegmenterSpec], na
 def segmenter_rows(dataset: str, split: str, out: Path, segmenters: Sequence[str] = (), naive: bool = True,
                    dust: int = 0, raw: bool = False, cases: Sequence[str] | None = None,
                    include: Sequence[str | Path] = (), stem: str | None = None, plot: bool = False,
-                   threads: int = 1, progress: bool = False) -> str:
+                   threads: int = 1, progress: bool = False, protocol: str = "full_volume") -> str:
     """Score, merge and write one table (see the module's doc); returns its markdown.
 
-    ``segmenters``: ``arch[:variant]=checkpoint`` strings. ``dust`` > 0 adds each segmenter's mask after
-    removing components under that many voxels. With ``naive=False`` and no segmenter the call only merges
-    ``include`` (no volume is loaded)."""
+    ``segmenters``: ``arch[:variant]=checkpoint`` strings. ``protocol``: ``full_volume`` (APP2 picks its root)
+    or ``root_seeded`` (APP2 from the mask voxel nearest the gold root; named in each row's label). ``dust`` > 0
+    adds each segmenter's mask after removing components under that many voxels. With ``naive=False`` and no
+    segmenter the call only merges ``include`` (no volume is loaded)."""
     if dust < 0:
         raise InputError(f"--dust must be 0 (off) or a number of voxels, got {dust}")
+    if protocol not in PROTOCOLS:
+        raise InputError(f"--protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
     specs = [parse_segmenter(s) for s in segmenters]
     for path in include:
         if not Path(path).exists():
@@ -246,7 +263,7 @@ def segmenter_rows(dataset: str, split: str, out: Path, segmenters: Sequence[str
 
         torch.set_num_threads(threads)
         masks = segmenter_masks(dataset, split, specs, names, wanted or None, raw)
-        rows = _score_cases(keep, masks, naive, dust, progress)
+        rows = _score_cases(keep, masks, naive, dust, progress, protocol)
     for path in include:
         rows.extend(r for r in read_rows(path) if r["case"] in names)
     rows = first_of_each(rows)
@@ -259,7 +276,7 @@ def segmenter_rows(dataset: str, split: str, out: Path, segmenters: Sequence[str
 
 
 def _score_cases(cases: list, masks: dict[str, dict[str, Path]], naive: bool, dust: int,
-                 progress: bool) -> list[dict]:
+                 progress: bool, protocol: str = "full_volume") -> list[dict]:
     from tqdm import tqdm
 
     from neurorefiner.io import read_mask
@@ -271,15 +288,16 @@ def _score_cases(cases: list, masks: dict[str, dict[str, Path]], naive: bool, du
         gold_mask = case.label(image.shape)
         sp = case.spacing or (1.0, 1.0, 1.0)
         if naive:
-            rows += floor_rows(case, image, gold_mask)
+            rows += floor_rows(case, image, gold_mask, protocol)
+        app2 = APP2_BY_PROTOCOL[protocol]
         for name, paths in masks.items():
             m = read_mask(paths[case.name]).load() > 0
-            rows.append(_scored(f"{name} -> APP2", case.name, gold, m, sp, gold_mask, time.perf_counter()))
+            rows.append(_scored(f"{name} {app2}", case.name, gold, m, sp, gold_mask, time.perf_counter(), protocol))
             if dust > 0:
                 import cc3d
 
                 t = time.perf_counter()
                 md = cc3d.dust(m, threshold=dust, connectivity=26, in_place=False)
-                rows.append(_scored(f"{name} + dust removal ({dust} voxels) -> APP2", case.name, gold, md, sp,
-                                    gold_mask, t))
+                rows.append(_scored(f"{name} + dust removal ({dust} voxels) {app2}", case.name, gold, md, sp,
+                                    gold_mask, t, protocol))
     return rows

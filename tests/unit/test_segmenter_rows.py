@@ -108,3 +108,26 @@ def test_segmenter_arguments_name_their_rows_and_mask_folders():
     assert (plain.arch, plain.checkpoint, plain.folder) == ("vnet", "ck.pt", "vnet")
     assert (variant.name, variant.arch, variant.folder) == ("vnet:prior", "vnet", "vnet_prior")
     assert shipped.checkpoint is None
+
+
+def test_root_seeded_rows_trace_from_the_gold_root_and_say_so(tmp_path):
+    """A mask cut in two: the root's short piece and a long piece. APP2 left to itself traces the long one;
+    the root-seeded protocol (the SYNTHETIC Tables 1-2 and DIADEM's) must trace the root's piece, and its rows
+    must carry a label of their own so they never merge with full-volume rows of the same network."""
+    import numpy as np
+
+    from neurorefiner.io.swc import Tree
+
+    xs = np.arange(60, 3, -1)          # the gold root at x = 60
+    gold = Tree.from_points(np.stack([np.full(len(xs), 8.0), np.full(len(xs), 8.0), xs], 1),
+                            np.arange(len(xs)) - 1, 1.0)
+    mask = np.zeros((16, 16, 64), bool)
+    mask[7:10, 7:10, 50:61] = True     # the root's piece
+    mask[7:10, 7:10, 4:44] = True      # the long piece
+    full = rows_mod._traced(gold, mask, (1.0, 1.0, 1.0), "full_volume")
+    seeded = rows_mod._traced(gold, mask, (1.0, 1.0, 1.0), "root_seeded")
+    assert seeded["REC"] < 0.35 < full["REC"], (seeded["REC"], full["REC"])
+    assert rows_mod.APP2_BY_PROTOCOL["root_seeded"] != rows_mod.APP2_BY_PROTOCOL["full_volume"]
+    done = CliRunner().invoke(app, ["study", "segmenter-rows", "--dataset", "diadem", "--protocol", "seeded",
+                                    "--no-naive", "--out", str(tmp_path)])
+    assert done.exit_code == 2 and "--protocol must be one of" in done.output

@@ -29,12 +29,16 @@ def segmenter_rows(
         out: Path = typer.Option(..., "--out", help="folder for <stem>.md and <stem>_cases.csv"),
         stem: str | None = typer.Option(None, "--stem", help="file stem (default <dataset>_<split>[_<cases>])"),
         plot: bool = typer.Option(False, "--plot", help="also <stem>.png: per-case F1 and SSD of every method"),
-        threads: int = typer.Option(1, "--threads", help="torch CPU threads for the segmenters")) -> None:
+        threads: int = typer.Option(1, "--threads", help="torch CPU threads for the segmenters"),
+        protocol: str = typer.Option("full_volume", "--protocol", help="full_volume (APP2 picks its root) or "
+                                     "root_seeded (APP2 from the mask voxel nearest the gold root, as the SYNTHETIC "
+                                     "Tables 1-2 and DIADEM score; the rows' labels say which)")) -> None:
     """Rows for the segmenter tables."""
     from neurorefiner.studies.segmenter_rows import segmenter_rows as run
 
     typer.echo(run(dataset, split, out, segmenters=segmenter or (), naive=naive, dust=dust, raw=raw, cases=case,
-                   include=include or (), stem=stem, plot=plot, threads=threads, progress=is_tty()))
+                   include=include or (), stem=stem, plot=plot, threads=threads, progress=is_tty(),
+                   protocol=protocol))
 
 
 def register(app: typer.Typer) -> None:
