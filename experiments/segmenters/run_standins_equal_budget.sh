@@ -9,7 +9,9 @@
 #   choose: the threshold on the val split as the stand-ins' is chosen (0.2-0.6, every component kept, no gap
 #           bridging, root-seeded: experiments/standins/run.sh), recorded in the checkpoint;
 #   eval:   the test split through that threshold, traced root-seeded (APP2 from the mask voxel nearest the gold
-#           root, the protocol of the SYNTHETIC Tables 1-2), merged into $OUT/<preset>_test.md; the card beside it.
+#           root, the protocol of the SYNTHETIC Tables 1-2), merged into $OUT/<preset>_test.md; the card beside it;
+#   table:  $OUT/<preset>_summary.md, one line per network beside the paper's F1 (neurorefiner study
+#           equal-budget-table).
 #
 #   ARCHS="vnet sgsnet_style" PRESETS=synthetic_cwmbs_weak bash experiments/segmenters/run_standins_equal_budget.sh
 #   STEPS=eval ARCHS=vnet bash experiments/segmenters/run_standins_equal_budget.sh     # score a trained run again
@@ -21,13 +23,13 @@ NR=${NR:-.venv/bin/neurorefiner}
 export WANDB_MODE=offline OMP_NUM_THREADS=1
 ARCHS=${ARCHS:-"vnet sgsnet_style gbpnet_style adtlnet_style unet3d nnunet_style swinunetr"}
 PRESETS=${PRESETS:-synthetic_cwmbs_weak}
-STEPS=${STEPS:-"train choose eval"}
+STEPS=${STEPS:-"train choose eval table"}
 EPOCHS=${EPOCHS:-1}
 case $EPOCHS in '' | *[!0-9]* | 0) echo "EPOCHS=$EPOCHS: a whole number of 300-step epochs, at least 1" >&2; exit 2 ;; esac
 TAG="$((EPOCHS * 300))steps"
 OUT=${OUT:-experiments/segmenters/standins_equal_budget}
 for step in $STEPS; do  # refuse a misspelt step before hours of training run ahead of it
-  case $step in train|choose|eval) ;; *) echo "unknown step $step (train, choose, eval)" >&2; exit 2 ;; esac
+  case $step in train|choose|eval|table) ;; *) echo "unknown step $step (train, choose, eval, table)" >&2; exit 2 ;; esac
 done
 mkdir -p "$OUT"
 for p in $PRESETS; do
@@ -35,6 +37,7 @@ for p in $PRESETS; do
     run="checkpoints/runs/segment/${a}_$TAG/$p"
     ck="$run/segmenter.pt"
     for step in $STEPS; do
+      [ "$step" = table ] && continue  # once per preset, after every network
       echo "=== $(date -u +%T) $a $p $step ($TAG)" >&2
       case $step in
         train)
@@ -56,4 +59,5 @@ print(p('$ck', 'ARCHS=$a PRESETS=$p EPOCHS=$EPOCHS STEPS=train bash experiments/
       esac
     done
   done
+  case " $STEPS " in *" table "*) $NR study equal-budget-table --folder "$OUT" --preset "$p" ;; esac
 done

@@ -22,9 +22,22 @@ from neurorefiner.training.segmenter import provenance_markdown
 THRESHOLD_GRID = (0.2, 0.3, 0.4, 0.5, 0.6)
 
 PRESETS = ("synthetic_cwmbs_weak", "synthetic_cwmbs_noise", "synthetic_bigneuron", "synthetic_zbfwb")
-# the paper's Tables 1-2, F1 (%) of the initial masks of its baselines on the real benchmark each preset stands in for
-PAPER = {"synthetic_cwmbs_weak": ("CWMBS weak", 74.94, 79.83), "synthetic_cwmbs_noise": ("CWMBS noise", 79.23, 73.14),
-         "synthetic_bigneuron": ("BigNeuron", 86.33, 87.10), "synthetic_zbfwb": ("ZBFWB", 72.94, 75.85)}
+# the paper's Tables 1-2: F1 (%) of each segmenter's masks on the real benchmark each preset stands in for (Table 2
+# has no SwinUNETR row)
+PAPER_SEGMENTER_F1 = {
+    "synthetic_cwmbs_weak": {"unet3d": 74.94, "swinunetr": 76.93, "nnunet_style": 79.83, "vnet": 80.82,
+                             "sgsnet_style": 69.46, "gbpnet_style": 88.91, "adtlnet_style": 75.07},
+    "synthetic_cwmbs_noise": {"unet3d": 79.23, "swinunetr": 80.98, "nnunet_style": 73.14, "vnet": 68.75,
+                              "sgsnet_style": 82.56, "gbpnet_style": 83.77, "adtlnet_style": 74.13},
+    "synthetic_bigneuron": {"unet3d": 86.33, "nnunet_style": 87.10, "vnet": 86.27, "sgsnet_style": 88.20,
+                            "gbpnet_style": 89.03, "adtlnet_style": 87.69},
+    "synthetic_zbfwb": {"unet3d": 72.94, "nnunet_style": 75.85, "vnet": 68.82, "sgsnet_style": 66.27,
+                        "gbpnet_style": 83.11, "adtlnet_style": 64.38},
+}
+BENCHMARKS = {"synthetic_cwmbs_weak": "CWMBS weak", "synthetic_cwmbs_noise": "CWMBS noise",
+              "synthetic_bigneuron": "BigNeuron", "synthetic_zbfwb": "ZBFWB"}
+# per preset: the benchmark, the paper's 3D U-Net F1 and its nnU-Net F1 (the calibration table's columns)
+PAPER = {p: (BENCHMARKS[p], f1["unet3d"], f1["nnunet_style"]) for p, f1 in PAPER_SEGMENTER_F1.items()}
 N_TEST = {"synthetic_cwmbs_weak": 8, "synthetic_cwmbs_noise": 4, "synthetic_bigneuron": 8, "synthetic_zbfwb": 4}
 SEGMENTERS = {"unet3d": "3D U-Net (shipped CPU checkpoint)",
               "nnunet_style": "nnU-Net-style (shipped CPU checkpoint, the U-Net's recipe and budget)",

@@ -30,7 +30,19 @@ def standin_card(presets: list[str] = typer.Argument(..., help="synthetic_cwmbs_
         typer.echo(write_standin_card(preset, arch))
 
 
+@friendly_errors
+def equal_budget_table(folder: Path = typer.Option(..., "--folder", help="run_standins_equal_budget.sh's OUT"),
+                       preset: list[str] = typer.Option(..., "--preset", help="synthetic_cwmbs_weak ... (repeatable)"),
+                       ) -> None:
+    """Summarise the paper's segmenters at one equal budget on a stand-in preset, beside the paper's F1."""
+    from neurorefiner.studies.equal_budget import equal_budget_table as run
+
+    for p in preset:
+        typer.echo(run(folder, p), nl=False)
+
+
 def register(app: typer.Typer) -> None:
     """Add this study to the ``neurorefiner study`` sub-app."""
     app.command("standins-table", help=standins_table.__doc__)(standins_table)
     app.command("standin-card", help=standin_card.__doc__)(standin_card)
+    app.command("equal-budget-table", help=equal_budget_table.__doc__)(equal_budget_table)
