@@ -47,7 +47,7 @@ class RunFolder:
         return self.path / TRACE
 
 
-def _input_path(folder: Path, header: dict, key: str, given: str | Path | None) -> Path:
+def run_input_path(folder: Path, header: dict, key: str, given: str | Path | None) -> Path:
     """Where the run's ``key`` input is now: the caller's copy, else the recorded path (absolute, or relative
     to the folder or to the working directory)."""
     if given is not None:
@@ -95,13 +95,14 @@ def open_folder(folder: str | Path, image: str | Path | None = None, mask: str |
     records, header = read_run_records(path)
     refined_path = path / REFINED
     if not refined_path.is_file() and (path / WHOLE_VOLUME).exists():
-        raise InputError(f"a whole-volume run (executor=dask, {WHOLE_VOLUME}): the review opens in-memory runs "
-                         f"({REFINED}) only; review one tile's run, or refine a crop with executor=local", path)
+        raise InputError(f"a whole-volume run (executor=dask, {WHOLE_VOLUME}): decisions are reviewed on in-memory "
+                         f"runs ({REFINED}) only; `napari {path}` opens this one to look at (image, masks, skeleton), "
+                         "or refine a crop with executor=local and review that", path)
     if not refined_path.is_file():
         raise InputError(f"missing: the run did not finish (run the same refine.py command again to resume it; "
                          f"{TRACE} keeps its decisions)", refined_path)
-    image_path = _input_path(path, header, "image", image)
-    mask_path = _input_path(path, header, "mask", mask)
+    image_path = run_input_path(path, header, "image", image)
+    mask_path = run_input_path(path, header, "mask", mask)
     img = read_volume(image_path)
     initial = read_mask(mask_path)
     refined = read_mask(refined_path)

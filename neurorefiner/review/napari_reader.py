@@ -1,5 +1,7 @@
 """npe2 reader: a refine.py output folder dropped on napari opens as the review's layers (view only; the
-dock widget, Plugins > neurorefiner > Review, holds the decisions). No Qt here: napari calls it with a path."""
+dock widget, Plugins > neurorefiner > Review, holds the decisions). A whole-volume run's folder
+(``executor=dask``) opens lazily, view only (:mod:`.whole_volume_layers`). No Qt here: napari calls it with a
+path."""
 
 from __future__ import annotations
 
@@ -24,6 +26,9 @@ def read_refine_folder(path: str | list[str]) -> list[tuple]:
     from neurorefiner.review.folder import open_folder
     from neurorefiner.review.layers import layer_data
     from neurorefiner.review.session import ReviewSession
+    from neurorefiner.review.whole_volume_layers import is_whole_volume_folder, whole_volume_layers
 
     folder = path[0] if isinstance(path, list) else path
+    if is_whole_volume_folder(folder):
+        return whole_volume_layers(folder)
     return layer_data(ReviewSession(open_folder(folder)))

@@ -36,7 +36,7 @@ from neurorefiner.agents.build import build_loop, plain
 from neurorefiner.agents.output_lock import OutputLock, check_output_dir
 from neurorefiner.agents.roles import RoleError
 from neurorefiner.agents.trace import TRACE_VERSION, TraceWriter, read_trace
-from neurorefiner.agents.whole_volume.skeleton_merge import merge_tile_skeletons
+from neurorefiner.agents.whole_volume.skeleton_merge import MERGED_SWC, merge_tile_skeletons
 from neurorefiner.agents.whole_volume.task import TileJob, refine_tile
 from neurorefiner.agents.whole_volume.tiles import check_plan, plan_tiles
 from neurorefiner.errors import InputError
@@ -47,7 +47,7 @@ from neurorefiner.io.swc import write_swc
 TRACE = "trace.jsonl"
 WORK = ".work"
 STORE = "refined_mask.ome.zarr"
-SKELETON = "refined_skeleton.swc"   # the tiles' skeletons joined across tile borders: one file for Vaa3D/Fiji
+SKELETON = MERGED_SWC   # the tiles' skeletons joined across tile borders
 OUTPUTS = (STORE, "skeletons", SKELETON, "overview.png")
 #: everything a run of either executor writes in ``out`` (another run's are refused unless overwrite=true)
 RUN_FILES = (*OUTPUTS, TRACE, "traces", "refined_mask.tif", "refined_mask.swc", "report.html")

@@ -17,6 +17,8 @@ import numpy as np
 
 from neurorefiner.io.swc import Tree, read_swc
 
+MERGED_SWC = "refined_skeleton.swc"   # what a whole-volume run writes: one SWC for Vaa3D, Fiji's SNT and napari
+
 
 def depth_first(n: int, edges: np.ndarray) -> list[tuple[int, int]]:
     """(vertex, parent) pairs of a forest in depth-first order (parent -1 for each tree's root), so every parent
