@@ -23,7 +23,7 @@ DROPPED = "edits not kept"
 ESCALATIONS = "escalated defects"
 
 
-def _labels_colours(colours: dict[int, str]) -> dict:
+def labels_colours(colours: dict[int, str]) -> dict:
     return {"colormap": {None: "transparent", 0: "transparent", **colours}}
 
 
@@ -43,13 +43,13 @@ def layer_data(session: ReviewSession) -> list[LayerData]:
     layers: list[LayerData] = [
         (f.image, {"name": "image", "scale": scale, "colormap": "gray", "blending": "additive"}, "image"),
         (f.initial.astype(np.uint8), {"name": "initial mask", "scale": scale, "opacity": 0.35, "visible": False,
-                                      **_labels_colours({1: "#ffd000"})}, "labels"),
+                                      **labels_colours({1: "#ffd000"})}, "labels"),
         (f.refined.astype(np.uint8), {"name": "refined mask", "scale": scale, "opacity": 0.35,
-                                      **_labels_colours({1: "#3c8cff"})}, "labels"),
+                                      **labels_colours({1: "#3c8cff"})}, "labels"),
         (session.edits_layer(kept=True), {"name": EDITS, "scale": scale, "opacity": 0.9,
-                                          **_labels_colours({ADD: ADDED, REMOVE: REMOVED})}, "labels"),
+                                          **labels_colours({ADD: ADDED, REMOVE: REMOVED})}, "labels"),
         (session.edits_layer(kept=False), {"name": DROPPED, "scale": scale, "opacity": 0.6, "visible": False,
-                                           **_labels_colours({ADD: ADDED, REMOVE: REMOVED})}, "labels"),
+                                           **labels_colours({ADD: ADDED, REMOVE: REMOVED})}, "labels"),
     ]
     segments = swc_segments(session)
     if len(segments):
@@ -63,5 +63,5 @@ def layer_data(session: ReviewSession) -> list[LayerData]:
                              "text": {"string": "{label}", "color": ESCALATED, "size": 9}},
                    "points"))
     layers.append((session.correction.copy(), {"name": CORRECTION, "scale": scale, "opacity": 0.8,
-                                               **_labels_colours({ADD: "#00ff66", REMOVE: "#ff2020"})}, "labels"))
+                                               **labels_colours({ADD: "#00ff66", REMOVE: "#ff2020"})}, "labels"))
     return layers

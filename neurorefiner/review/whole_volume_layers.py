@@ -19,6 +19,7 @@ from neurorefiner.errors import InputError
 from neurorefiner.io.ome_zarr import open_ome_zarr
 from neurorefiner.io.swc import read_swc
 from neurorefiner.review.folder import WHOLE_VOLUME, read_run_records, run_input_path
+from neurorefiner.review.layers import labels_colours
 
 LayerData = tuple[object, dict, str]
 
@@ -64,11 +65,10 @@ def whole_volume_layers(folder: str | Path) -> list[LayerData]:
     layers: list[LayerData] = [
         (image.as_dask(), {"name": "image", "scale": scale, "colormap": "gray", "blending": "additive"}, "image"),
         ((mask.as_dask() != 0).astype(np.uint8), {"name": "initial mask", "scale": scale, "opacity": 0.35,
-                                                  "visible": False, "colormap": {None: "transparent", 0: "transparent",
-                                                                                1: "#ffd000"}}, "labels"),
+                                                  "visible": False, **labels_colours({1: "#ffd000"})}, "labels"),
         ([(level != 0).astype(np.uint8) for level in refined_pyramid(path / WHOLE_VOLUME)],
          {"name": "refined mask", "scale": scale, "opacity": 0.35, "multiscale": True,
-          "colormap": {None: "transparent", 0: "transparent", 1: "#3c8cff"}}, "labels"),
+          **labels_colours({1: "#3c8cff"})}, "labels"),
     ]
     if (path / MERGED_SWC).is_file():
         vectors = skeleton_vectors(path / MERGED_SWC, scale)
