@@ -6,14 +6,21 @@ bridging (um) x keep every component or only the largest, no dust removal. Score
 report (``protocol``, default ``root_seeded``: APP2 from the mask voxel nearest the gold root), so a setting
 that drops the root's piece is chosen only if it traces better from there.
 
+Several checkpoints (e.g. the snapshots of one training run, ``segmentation.snapshot_every_n_epochs``) are
+candidates of one grid: the checkpoint is chosen with its post-processing by the same rule, on the whole val
+volumes. Why: the pick during training scores label-centred crops at threshold 0.5, and on the stand-ins the
+crop's best checkpoint traced the whole volumes far worse than an earlier one.
+
 Writes ``<out>/<preset>_<name>_postprocess_val.{md,csv,json}``; ``record`` stores the choice in the
-checkpoint. Command: ``neurorefiner study choose-postprocess``.
+checkpoint (with ``ship_to``: in a copy of the chosen checkpoint written there). Command:
+``neurorefiner study choose-postprocess``.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -22,45 +29,80 @@ from neurorefiner.errors import InputError
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)
 BRIDGE = (0.0, 3.0)
+METRICS = ("PRE", "REC", "F1", "SD", "SSD")
 
 
 def summarise(rows: list[dict]) -> list[dict]:
-    """Mean PRE/REC/F1/SD/SSD per (threshold, bridge_um, keep_largest) over the validation volumes, best F1
-    first (rows without ``keep_largest`` count as keeping the largest, the chooser's old fixed grid)."""
+    """Mean PRE/REC/F1/SD/SSD per (checkpoint, threshold, bridge_um, keep_largest) over the validation volumes,
+    best F1 first (rows without ``keep_largest`` count as keeping the largest, the chooser's old fixed grid;
+    rows without ``checkpoint`` are of the one model)."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["threshold"], r["bridge_um"], r.get("keep_largest", 1)), []).append(r)
-    summary = [{"threshold": t, "bridge_um": b, "keep_largest": k, "volumes": len(rs),
-                **{m: float(np.mean([r[m] for r in rs])) for m in ("PRE", "REC", "F1", "SD", "SSD")}}
-               for (t, b, k), rs in groups.items()]
+        groups.setdefault((r.get("checkpoint", ""), r["threshold"], r["bridge_um"], r.get("keep_largest", 1)),
+                          []).append(r)
+    summary = [{**({"checkpoint": c} if c else {}), "threshold": t, "bridge_um": b, "keep_largest": k,
+                "volumes": len(rs), **{m: float(np.mean([r[m] for r in rs])) for m in METRICS}}
+               for (c, t, b, k), rs in groups.items()]
     return sorted(summary, key=lambda s: (-s["F1"], s["SSD"]))
 
 
-def markdown(name: str, dataset: str, model: Path, n_cases: int, summary: list[dict], chosen: dict,
+def candidate_names(models: list[Path]) -> list[str]:
+    """Short, distinct names of the candidate checkpoints: the file stems (``step000300``), else the paths."""
+    stems = [Path(m).stem for m in models]
+    return stems if len(set(stems)) == len(stems) else [str(m) for m in models]
+
+
+def best_per_checkpoint(summary: list[dict]) -> list[dict]:
+    """Each candidate checkpoint's own choice by the rule, in the candidates' order of first appearance."""
+    from neurorefiner.postprocessing.choose import choose_setting
+
+    names = list(dict.fromkeys(s["checkpoint"] for s in summary))
+    return [dict(choose_setting([s for s in summary if s["checkpoint"] == n])) for n in names]
+
+
+def markdown(name: str, dataset: str, model: Path | list[Path], n_cases: int, summary: list[dict], chosen: dict,
              protocol: str = "root_seeded") -> str:
     from neurorefiner.postprocessing.choose import TIE_F1
 
     how = "APP2 from the mask voxel nearest the gold root" if protocol == "root_seeded" else "APP2's own root"
     keep = "keep largest" if chosen.get("keep_largest", 1) else "keep every component"
-    lines = [f"# {name} on {dataset} (SYNTHETIC): post-processing chosen on the val split", "",
-             f"Model `{model}`; {n_cases} val volumes; mask -> {how} ({protocol}) -> PRE/REC/F1 (tau 4 voxels), "
+    models = model if isinstance(model, list) else [model]
+    several = len(models) > 1
+    what = (f"{len(models)} candidate checkpoints (`{models[0]}` ... `{models[-1]}`), each scored over the grid"
+            if several else f"Model `{model}`")
+    lines = [f"# {name} on {dataset} (SYNTHETIC): "
+             + ("checkpoint and " if several else "") + "post-processing chosen on the val split", "",
+             f"{what}; {n_cases} val volumes; mask -> {how} ({protocol}) -> PRE/REC/F1 (tau 4 voxels), "
              "SD/SSD in voxels, means over the volumes; no dust removal. Rule: the highest mean "
              f"F1; within {TIE_F1} the lower mean SSD, then no bridging, no component filter, then the threshold "
              "nearest 0.5. The test split is not used. Command: `neurorefiner study choose-postprocess`.", "",
-             f"**Chosen: threshold {chosen['threshold']}, gap bridging {chosen['bridge_um']:g} um, {keep}** "
-             f"(F1 {chosen['F1']:.3f}, SSD {chosen['SSD']:.2f})", "",
-             "| threshold | bridge um | keep largest | PRE | REC | F1 | SD | SSD |", "|---" * 8 + "|"]
-    lines += [f"| {s['threshold']} | {s['bridge_um']:g} | {s.get('keep_largest', 1)} | {s['PRE']:.3f} | "
+             "**Chosen: " + (f"checkpoint {chosen['checkpoint']}, " if several else "")
+             + f"threshold {chosen['threshold']}, gap bridging {chosen['bridge_um']:g} um, {keep}** "
+             f"(F1 {chosen['F1']:.3f}, SSD {chosen['SSD']:.2f})", ""]
+    if several:
+        lines += ["Each checkpoint's own best setting:", "",
+                  "| checkpoint | threshold | bridge um | keep largest | PRE | REC | F1 | SD | SSD |", "|---" * 9 + "|"]
+        lines += [f"| {s['checkpoint']} | {s['threshold']} | {s['bridge_um']:g} | {s.get('keep_largest', 1)} | "
+                  f"{s['PRE']:.3f} | {s['REC']:.3f} | {s['F1']:.3f} | {s['SD']:.2f} | {s['SSD']:.2f} |"
+                  for s in best_per_checkpoint(summary)]
+        lines += ["", "Every setting:", ""]
+    first = "| checkpoint " if several else ""
+    lines += [first + "| threshold | bridge um | keep largest | PRE | REC | F1 | SD | SSD |",
+              "|---" * (9 if several else 8) + "|"]
+    lines += [(f"| {s['checkpoint']} " if several else "") + f"| {s['threshold']} | {s['bridge_um']:g} | "
+              f"{s.get('keep_largest', 1)} | {s['PRE']:.3f} | "
               f"{s['REC']:.3f} | {s['F1']:.3f} | {s['SD']:.2f} | {s['SSD']:.2f} |" for s in summary]
     return "\n".join(lines) + "\n"
 
 
-def choose_postprocess(dataset: str, arch: str, model: Path, out: Path, name: str | None = None,
+def choose_postprocess(dataset: str, arch: str, model: Path | list[Path], out: Path, name: str | None = None,
                        thresholds: tuple[float, ...] = THRESHOLDS, bridge: tuple[float, ...] = BRIDGE,
                        threads: int = 1, record: bool = False, progress: bool = False,
-                       protocol: str = "root_seeded", keep: tuple[int, ...] = (0, 1), limit: int | None = None) -> str:
-    """Score the grid on every val volume (the first ``limit``), choose, write the three files; returns the
-    markdown."""
+                       protocol: str = "root_seeded", keep: tuple[int, ...] = (0, 1), limit: int | None = None,
+                       ship_to: Path | None = None) -> str:
+    """Score the grid of every candidate checkpoint on every val volume (the first ``limit``), choose, write the
+    three files; returns the markdown. ``ship_to``: copy the chosen checkpoint there (atomically; what
+    ``record`` then writes into)."""
     import torch
     from tqdm import tqdm
 
@@ -75,24 +117,32 @@ def choose_postprocess(dataset: str, arch: str, model: Path, out: Path, name: st
         raise InputError("give at least one threshold, one gap-bridging distance and one keep-largest value")
     if protocol not in ("root_seeded", "full_volume"):
         raise InputError(f"protocol must be root_seeded or full_volume, got {protocol!r}")
-    if not Path(model).exists():
-        raise InputError("checkpoint not found", Path(model))
+    models = [Path(m) for m in (model if isinstance(model, (list, tuple)) else [model])]
+    if not models:
+        raise InputError("give at least one checkpoint (--model)")
+    for m in models:
+        if not m.exists():
+            raise InputError("checkpoint not found", m)
     torch.set_num_threads(threads)
     cases = dataset_cases(dataset, "val")[: limit or None]
     if not cases or not cases[0].info.get("synthetic"):
         raise InputError(f"{dataset}: this chooser is for the synthetic presets' val splits")
-    seg = load_segmenter(model, expected_arch=arch)
+    segs = [load_segmenter(m, expected_arch=arch) for m in models]  # every file checked before hours of scoring
+    labels = candidate_names(models)
     grid = settings_grid(thresholds, (0,), keep, bridge)
     rows = []
     for case in tqdm(cases, desc=f"{arch} on {dataset} val", unit="volume", disable=not progress):
-        _, probs = segment_array(seg, case.image().load(), source=str(case.image_path), post=PostProcess(0.5),
-                                 spacing=case.spacing)
-        for post, s in score_settings(probs, case.gold(), case.spacing, grid,
-                                      root_seeded=protocol == "root_seeded"):
-            rows.append({"case": case.name, "threshold": post.threshold, "bridge_um": post.bridge_um,
-                         "keep_largest": post.keep_largest, **s})
+        image, gold = case.image().load(), case.gold()
+        for label, seg in zip(labels, segs):
+            _, probs = segment_array(seg, image, source=str(case.image_path), post=PostProcess(0.5),
+                                     spacing=case.spacing)
+            for post, s in score_settings(probs, gold, case.spacing, grid, root_seeded=protocol == "root_seeded"):
+                rows.append({"case": case.name, **({"checkpoint": label} if len(models) > 1 else {}),
+                             "threshold": post.threshold, "bridge_um": post.bridge_um,
+                             "keep_largest": post.keep_largest, **s})
     summary = summarise(rows)
     chosen = choose_setting(summary)
+    winner = models[labels.index(chosen["checkpoint"])] if len(models) > 1 else models[0]
     name = name or arch
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"{dataset}_{name}_postprocess_val"
@@ -100,12 +150,20 @@ def choose_postprocess(dataset: str, arch: str, model: Path, out: Path, name: st
         w = csv.DictWriter(fh, list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    text = markdown(name, dataset, model, len(cases), summary, chosen, protocol)
+    text = markdown(name, dataset, models if len(models) > 1 else models[0], len(cases), summary, chosen, protocol)
     write_text_atomic(stem.with_suffix(".md"), text)
     post = PostProcess(chosen["threshold"], 0, int(chosen["keep_largest"]), chosen["bridge_um"])
-    write_text_atomic(stem.with_suffix(".json"), json.dumps(post.as_dict(), indent=1) + "\n")
+    choice = {**post.as_dict(), **({"checkpoint": str(winner)} if len(models) > 1 else {})}
+    write_text_atomic(stem.with_suffix(".json"), json.dumps(choice, indent=1) + "\n")
+    target = winner
+    if ship_to is not None:
+        target = Path(ship_to)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(target) as tmp:
+            shutil.copyfile(winner, tmp)
     if record:
         md = stem.with_suffix(".md").resolve()
         where = md.relative_to(project_root()) if md.is_relative_to(project_root()) else md
-        record_postprocess(model, post, f"{dataset} val split: {where}")
+        which = f"checkpoint {chosen['checkpoint']} of {len(models)} candidates, " if len(models) > 1 else ""
+        record_postprocess(target, post, f"{dataset} val split: {which}{where}")
     return text

@@ -191,3 +191,32 @@ def test_the_card_says_a_trace_pick_was_scored_on_val_crops():
     assert "centre-cropped on their label to at most 32 x 192 x 192): best 0.7570" in line
     line = next(x for x in _training_lines({**meta, "val_max_size": None}) if x.startswith("- checkpoint picked"))
     assert line.endswith("(threshold 0.5): best 0.7570")
+
+
+def test_snapshots_keep_every_epochs_weights_as_inference_checkpoints(tmp_path):
+    """segmentation.snapshot_every_n_epochs keeps candidates for the whole-volume checkpoint choice: one .pt per
+    snapshot, each with its own step count and the weights of that step (the last one equals last.ckpt)."""
+    from neurorefiner.training.segmenter import provenance_markdown, train_segmenter
+
+    (tmp_path / "data").mkdir()
+    train_segmenter(_cfg(tmp_path, 6, ("segmentation.snapshot_every_n_epochs=1",)))  # 2 steps an epoch
+    snaps = sorted((tmp_path / "ck" / "snapshots").glob("*.pt"))
+    assert [p.name for p in snaps] == ["step000002.pt", "step000004.pt", "step000006.pt"]
+    metas = [load_segmenter(p, expected_arch="unet3d").meta for p in snaps]
+    assert [m["global_step"] for m in metas] == [2, 4, 6]
+    assert all(m["snapshot_of"]["global_step"] == 6 and m["exported"] == "snapshot" for m in metas)
+    last = torch.load(tmp_path / "ck" / "last.ckpt", map_location="cpu", weights_only=True)["state_dict"]
+    first, final = (load_segmenter(p).net.state_dict() for p in (snaps[0], snaps[-1]))
+    assert all(torch.equal(v, last[f"net.{k}"]) for k, v in final.items())
+    assert not all(torch.equal(v, last[f"net.{k}"]) for k, v in first.items())
+    card = provenance_markdown(snaps[0], "python train.py ...")
+    assert "2 optimiser steps (a snapshot of a 6-step run)" in card and "chosen afterwards" in card
+
+
+def test_a_bad_snapshot_interval_fails_before_training(tmp_path):
+    from neurorefiner.training.segmenter import train_segmenter
+
+    (tmp_path / "data").mkdir()
+    with pytest.raises(Exception, match="snapshot_every_n_epochs"):
+        train_segmenter(_cfg(tmp_path, 2, ("segmentation.snapshot_every_n_epochs=-1",)))
+    assert not (tmp_path / "ck" / "last.ckpt").exists()

@@ -72,3 +72,66 @@ def test_a_tie_in_the_last_bits_of_ssd_goes_to_the_simpler_setting() -> None:
     base = {"threshold": 0.4, "bridge_um": 2.0, "F1": 0.719, "SSD": 13.206346014283}
     summary = [{**base, "keep_largest": 1, "SSD": 13.206346014283 - 4e-15}, {**base, "keep_largest": 0}]
     assert choose_setting(summary)["keep_largest"] == 0
+
+
+class _Case:
+    def __init__(self, name: str):
+        self.name, self.image_path, self.spacing, self.info = name, f"{name}.tif", (1.0, 1.0, 1.0), {"synthetic": True}
+
+    def image(self):
+        import numpy as np
+
+        return type("Img", (), {"load": staticmethod(lambda: np.zeros((2, 4, 4), np.float32))})()
+
+    def gold(self):
+        return None
+
+
+def test_several_checkpoints_are_chosen_with_their_threshold_and_the_winner_ships(tmp_path, monkeypatch):
+    """A run's snapshots as candidates: the checkpoint is chosen with its setting on the whole val volumes, the
+    markdown names it, and --ship-to gets a copy of the winner with the choice recorded (the candidates untouched)."""
+    import json
+
+    import numpy as np
+
+    import neurorefiner.inference.segmenter as inference
+    import neurorefiner.postprocessing.choose as choose
+    import neurorefiner.studies.segmenter_rows as rows
+    from neurorefiner.models.segmenters import build_segmenter
+
+    net = build_segmenter("unet3d", features=(4, 8, 16))
+    cfg = {"_target_": "neurorefiner.models.segmenters.unet3d.UNet3D", "features": [4, 8, 16]}
+    early, late = (inference.export_segmenter(net, cfg, tmp_path / f"step{s:06d}.pt", (8, 16, 16),
+                                              meta={"global_step": s}) for s in (300, 1800))
+    monkeypatch.setattr(rows, "dataset_cases", lambda dataset, split: [_Case("val_000"), _Case("val_001")])
+    # the 300-step snapshot traces best at threshold 0.2, the 1800-step one is best (but worse) at 0.5
+    monkeypatch.setattr(inference, "segment_array", lambda seg, image, **kw: (None, np.full(
+        (1,), float(seg.meta["global_step"]))))
+    quality = {(300.0, 0.2): 0.87, (300.0, 0.5): 0.70, (1800.0, 0.2): 0.50, (1800.0, 0.5): 0.54}
+
+    def fake_scores(probs, gold, spacing, grid, root_seeded=False):
+        for post in grid:
+            f1 = quality[(float(probs[0]), post.threshold)]
+            yield post, {"PRE": f1, "REC": f1, "F1": f1, "SD": 1.0, "SSD": 10.0}
+
+    monkeypatch.setattr(choose, "score_settings", fake_scores)
+    shipped = tmp_path / "ship" / "unet3d_x_cpu.pt"
+    text = cp.choose_postprocess("synthetic_x", "unet3d", [early, late], tmp_path / "out", thresholds=(0.2, 0.5),
+                                 bridge=(0.0,), keep=(0,), record=True, ship_to=shipped)
+    assert "**Chosen: checkpoint step000300, threshold 0.2" in text
+    assert "| step001800 | 0.5 | 0 | 0 |" in text  # each checkpoint's own best is listed
+    picked = json.loads((tmp_path / "out" / "synthetic_x_unet3d_postprocess_val.json").read_text())
+    assert picked["checkpoint"] == str(early) and picked["threshold"] == 0.2
+    meta = inference.load_segmenter(shipped).meta
+    assert meta["global_step"] == 300 and meta["postprocess"]["threshold"] == 0.2
+    assert "checkpoint step000300 of 2 candidates" in meta["postprocess_chosen_on"]
+    assert "postprocess" not in inference.load_segmenter(early).meta  # the candidate itself is left alone
+
+
+def test_a_missing_candidate_fails_before_any_scoring(tmp_path):
+    model = tmp_path / "ck.pt"
+    model.write_bytes(b"")
+    done = CliRunner().invoke(app, ["study", "choose-postprocess", "--dataset", "synthetic_zbfwb", "--arch", "unet3d",
+                                    "--model", str(model), "--model", str(tmp_path / "none.pt"), "--out",
+                                    str(tmp_path)])
+    assert done.exit_code == 2 and "none.pt" in done.output and "checkpoint not found" in done.output

@@ -15,7 +15,8 @@ from neurorefiner.cli.common import friendly_errors, is_tty
 def choose_postprocess(
         dataset: str = typer.Option(..., "--dataset", help="a synthetic preset (its val split is used)"),
         arch: str = typer.Option(..., "--arch", help="the network the checkpoint must hold"),
-        model: Path = typer.Option(..., "--model", help="segmenter checkpoint"),
+        model: list[Path] = typer.Option(..., "--model", help="segmenter checkpoint (repeatable: several are "
+                                         "candidates, chosen with their post-processing, e.g. a run's snapshots)"),
         out: Path = typer.Option(..., "--out", help="folder for the three files"),
         name: str | None = typer.Option(None, "--name", help="names the files (default: --arch); a variant's, "
                                         "e.g. unet3d_prior"),
@@ -29,14 +30,17 @@ def choose_postprocess(
         keep: list[int] | None = typer.Option(None, "--keep", help="keep-largest values of the grid (repeatable; "
                                               "default 0 1; 0 keeps every component)"),
         limit: int | None = typer.Option(None, "--limit", help="only the first N val volumes"),
-        record: bool = typer.Option(False, "--record", help="store the choice in the checkpoint")) -> None:
+        record: bool = typer.Option(False, "--record", help="store the choice in the checkpoint"),
+        ship_to: Path | None = typer.Option(None, "--ship-to", help="copy the chosen checkpoint here (then "
+                                            "--record writes into the copy)")) -> None:
     """Choose post-processing on a preset's val split."""
     from neurorefiner.studies.choose_postprocess import BRIDGE, THRESHOLDS
     from neurorefiner.studies.choose_postprocess import choose_postprocess as run
 
-    typer.echo(run(dataset, arch, model, out, name=name, thresholds=tuple(threshold or THRESHOLDS),
+    typer.echo(run(dataset, arch, list(model), out, name=name, thresholds=tuple(threshold or THRESHOLDS),
                    bridge=tuple(bridge or BRIDGE), threads=threads, record=record, progress=is_tty(),
-                   protocol=protocol, keep=tuple(keep if keep is not None else (0, 1)), limit=limit))
+                   protocol=protocol, keep=tuple(keep if keep is not None else (0, 1)), limit=limit,
+                   ship_to=ship_to))
 
 
 def register(app: typer.Typer) -> None:
