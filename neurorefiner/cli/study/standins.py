@@ -41,8 +41,19 @@ def equal_budget_table(folder: Path = typer.Option(..., "--folder", help="run_st
         typer.echo(run(folder, p), nl=False)
 
 
+@friendly_errors
+def checkpoint_choice_table(folder: Path = typer.Option(..., "--folder", help="run_checkpoint_choice.sh's OUT"),
+                            preset: list[str] = typer.Option(..., "--preset", help="synthetic_cwmbs_weak ... "
+                                                             "(repeatable)")) -> None:
+    """Summarise the stand-in U-Nets' crop pick vs whole-volume snapshot choice on fresh volumes (SYNTHETIC)."""
+    from neurorefiner.studies.checkpoint_choice import checkpoint_choice_table as run
+
+    typer.echo(run(folder, list(preset)), nl=False)
+
+
 def register(app: typer.Typer) -> None:
     """Add this study to the ``neurorefiner study`` sub-app."""
     app.command("standins-table", help=standins_table.__doc__)(standins_table)
     app.command("standin-card", help=standin_card.__doc__)(standin_card)
     app.command("equal-budget-table", help=equal_budget_table.__doc__)(equal_budget_table)
+    app.command("checkpoint-choice-table", help=checkpoint_choice_table.__doc__)(checkpoint_choice_table)
