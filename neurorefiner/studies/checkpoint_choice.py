@@ -1,9 +1,9 @@
-"""Which checkpoint of a SYNTHETIC stand-in U-Net's training run to ship: the crop pick made during training, or
-the snapshot chosen afterwards with its threshold on the whole val volumes. Both are scored on fresh volumes
-(a dataset seed the project never used), root-seeded, beside the issue's target (8 F1 points below the paper's
-3D U-Net row) and the paper's row. Generated data: never a BigNeuron/CWMBS/ZBFWB result.
+"""Which SYNTHETIC stand-in U-Net to ship: the crop pick made during training, or the candidate (the shipped file,
+a shorter schedule, the long run's snapshots) chosen afterwards with its threshold on the whole val volumes. Both
+are scored on fresh volumes (a dataset seed the project never used), root-seeded, beside the issue's target (8 F1
+points below the paper's 3D U-Net row) and the paper's row. Generated data: never a BigNeuron/CWMBS/ZBFWB result.
 
-``experiments/standins/run_checkpoint_choice.sh`` writes, per preset, ``<preset>_unet3d_snapshots_postprocess_val``
+``experiments/standins/run_checkpoint_choice.sh`` writes, per preset, ``<preset>_unet3d_candidates_postprocess_val``
 (the choice) and ``fresh/<preset>_{chosen,shipped}/per_volume.csv`` (evaluate.py's rows); this module reads them
 and writes ``summary.md``/``.csv``.
 """
@@ -24,18 +24,20 @@ from neurorefiner.studies.standins import PAPER
 
 TARGET_BELOW_PAPER = 8.0  # the issue's target: within 8 F1 points below the paper's 3D U-Net row
 WHICH = {"shipped": "shipped checkpoint (picked on label-centred val crops at threshold 0.5)",
-         "chosen": "snapshot chosen with its threshold on the whole val volumes"}
+         "chosen": "candidate chosen with its threshold on the whole val volumes"}
 KEYS = ("PRE", "REC", "F1", "SSD")
 
 
 def _choice(folder: Path, preset: str) -> tuple[str, str]:
-    """(chosen snapshot, its val line) from the chooser's files, or ("", "") when the choice is missing."""
-    stem = folder / f"{preset}_unet3d_snapshots_postprocess_val"
+    """(chosen candidate, its val line) from the chooser's files, or ("", "") when the choice is missing."""
+    stem = folder / f"{preset}_unet3d_candidates_postprocess_val"
     if not stem.with_suffix(".json").exists():
         return "", ""
     picked = json.loads(stem.with_suffix(".json").read_text())
     found = re.search(r"\*\*Chosen: (.*)\*\* \((F1 [0-9.]+)", stem.with_suffix(".md").read_text())
-    return Path(picked.get("checkpoint", "")).stem, (f"{found.group(1)}, val {found.group(2)}" if found else "")
+    name = re.search(r"\*\*Chosen: checkpoint ([^,]+),", stem.with_suffix(".md").read_text())
+    return (name.group(1) if name else Path(picked.get("checkpoint", "")).stem,
+            f"{found.group(1)}, val {found.group(2)}" if found else "")
 
 
 def checkpoint_choice_table(folder: Path, presets: list[str]) -> str:
@@ -65,7 +67,7 @@ def checkpoint_choice_table(folder: Path, presets: list[str]) -> str:
         raise InputError("no fresh-volume rows here (run_checkpoint_choice.sh step fresh writes them)", folder)
     write_rows_csv(folder / "summary.csv", table)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = ["# SYNTHETIC stand-in U-Nets: the crop pick vs the snapshot chosen on whole val volumes (fresh volumes)",
+    lines = ["# SYNTHETIC stand-in U-Nets: the crop pick vs the candidate chosen on whole val volumes (fresh volumes)",
              "", f"Made {stamp} at commit {git_commit()} by `bash experiments/standins/run_checkpoint_choice.sh`. "
              "Generated SYNTHETIC data, never a BigNeuron/CWMBS/ZBFWB result. Fresh volumes: the preset's test "
              "volumes rendered with dataset seed "

@@ -46,10 +46,24 @@ def summarise(rows: list[dict]) -> list[dict]:
     return sorted(summary, key=lambda s: (-s["F1"], s["SSD"]))
 
 
-def candidate_names(models: list[Path]) -> list[str]:
-    """Short, distinct names of the candidate checkpoints: the file stems (``step000300``), else the paths."""
-    stems = [Path(m).stem for m in models]
-    return stems if len(set(stems)) == len(stems) else [str(m) for m in models]
+def split_candidate(spec: str | Path) -> tuple[str | None, Path]:
+    """``NAME=PATH`` -> (NAME, PATH); a plain path -> (None, path). Names let candidates from different runs
+    (``shipped=checkpoints/...``, ``300steps=...``) read apart in the tables."""
+    text = str(spec)
+    name, sep, rest = text.partition("=")
+    if sep and name and "/" not in name and rest:
+        return name, Path(rest)
+    return None, Path(text)
+
+
+def candidate_names(models: list[Path], given: list[str | None] | None = None) -> list[str]:
+    """Short, distinct names of the candidate checkpoints: the given ones, else the file stems (``step000300``),
+    else the paths."""
+    given = given or [None] * len(models)
+    names = [g or Path(m).stem for g, m in zip(given, models)]
+    if len(set(names)) == len(names):
+        return names
+    return [g or str(m) for g, m in zip(given, models)]
 
 
 def best_per_checkpoint(summary: list[dict]) -> list[dict]:
@@ -117,18 +131,21 @@ def choose_postprocess(dataset: str, arch: str, model: Path | list[Path], out: P
         raise InputError("give at least one threshold, one gap-bridging distance and one keep-largest value")
     if protocol not in ("root_seeded", "full_volume"):
         raise InputError(f"protocol must be root_seeded or full_volume, got {protocol!r}")
-    models = [Path(m) for m in (model if isinstance(model, (list, tuple)) else [model])]
+    specs = [split_candidate(m) for m in (model if isinstance(model, (list, tuple)) else [model])]
+    models = [path for _, path in specs]
     if not models:
         raise InputError("give at least one checkpoint (--model)")
     for m in models:
         if not m.exists():
             raise InputError("checkpoint not found", m)
+    labels = candidate_names(models, [name for name, _ in specs])
+    if len(set(labels)) < len(labels):
+        raise InputError(f"two candidates share a name: {labels}")
     torch.set_num_threads(threads)
     cases = dataset_cases(dataset, "val")[: limit or None]
     if not cases or not cases[0].info.get("synthetic"):
         raise InputError(f"{dataset}: this chooser is for the synthetic presets' val splits")
     segs = [load_segmenter(m, expected_arch=arch) for m in models]  # every file checked before hours of scoring
-    labels = candidate_names(models)
     grid = settings_grid(thresholds, (0,), keep, bridge)
     rows = []
     for case in tqdm(cases, desc=f"{arch} on {dataset} val", unit="volume", disable=not progress):

@@ -30,7 +30,7 @@ def _fresh(folder: Path, which: str, f1s: list[float], protocol: str = "root_see
 
 
 def test_both_checkpoints_beside_the_target_with_the_snapshot_named(tmp_path: Path) -> None:
-    stem = tmp_path / "synthetic_cwmbs_weak_unet3d_snapshots_postprocess_val"
+    stem = tmp_path / "synthetic_cwmbs_weak_unet3d_candidates_postprocess_val"
     stem.with_suffix(".json").write_text(json.dumps({"threshold": 0.2, "checkpoint": "a/snapshots/step000300.pt"}))
     stem.with_suffix(".md").write_text("**Chosen: checkpoint step000300, threshold 0.2, gap bridging 0 um, keep every "
                                        "component** (F1 0.869, SSD 10.12)\n")
@@ -69,3 +69,4 @@ def test_the_script_chooses_among_every_snapshot_with_the_stand_ins_grid() -> No
     step = script.split("      choose)", 1)[1].split(";;", 1)[0]
     assert tuple(float(t) for t in re.findall(r"--threshold (\S+)", step)) == THRESHOLD_GRID
     assert "--bridge 0 --keep 0" in step and "--protocol root_seeded" in step and "snapshots/step*.pt" in step
+    assert "shipped=checkpoints/segmenters/$name.pt" in step and "300steps=$short" in step

@@ -135,3 +135,19 @@ def test_a_missing_candidate_fails_before_any_scoring(tmp_path):
                                     "--model", str(model), "--model", str(tmp_path / "none.pt"), "--out",
                                     str(tmp_path)])
     assert done.exit_code == 2 and "none.pt" in done.output and "checkpoint not found" in done.output
+
+
+def test_candidates_can_be_named_and_names_must_differ(tmp_path):
+    """NAME=PATH names a candidate from another run (the shipped file, a short schedule) in the tables."""
+    from pathlib import Path
+
+    assert cp.split_candidate("300steps=runs/a/segmenter.pt") == ("300steps", Path("runs/a/segmenter.pt"))
+    assert cp.split_candidate("runs/x=1/step000300.pt") == (None, Path("runs/x=1/step000300.pt"))
+    assert cp.candidate_names([Path("a/segmenter.pt"), Path("b/step000600.pt")], ["short", None]) == \
+        ["short", "step000600"]
+    assert cp.candidate_names([Path("a/s.pt"), Path("b/s.pt")]) == ["a/s.pt", "b/s.pt"]
+    model = tmp_path / "ck.pt"
+    model.write_bytes(b"")
+    done = CliRunner().invoke(app, ["study", "choose-postprocess", "--dataset", "synthetic_zbfwb", "--arch", "unet3d",
+                                    "--model", f"a={model}", "--model", f"a={model}", "--out", str(tmp_path)])
+    assert done.exit_code == 2 and "share a name" in done.output, done.output

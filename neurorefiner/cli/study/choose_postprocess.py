@@ -15,8 +15,9 @@ from neurorefiner.cli.common import friendly_errors, is_tty
 def choose_postprocess(
         dataset: str = typer.Option(..., "--dataset", help="a synthetic preset (its val split is used)"),
         arch: str = typer.Option(..., "--arch", help="the network the checkpoint must hold"),
-        model: list[Path] = typer.Option(..., "--model", help="segmenter checkpoint (repeatable: several are "
-                                         "candidates, chosen with their post-processing, e.g. a run's snapshots)"),
+        model: list[str] = typer.Option(..., "--model", help="segmenter checkpoint, or NAME=checkpoint (repeatable: "
+                                        "several are candidates, chosen with their post-processing, e.g. a run's "
+                                        "snapshots)"),
         out: Path = typer.Option(..., "--out", help="folder for the three files"),
         name: str | None = typer.Option(None, "--name", help="names the files (default: --arch); a variant's, "
                                         "e.g. unet3d_prior"),
