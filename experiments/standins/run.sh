@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SYNTHETIC stand-ins in the paper's regime (generated data, never BigNeuron/CWMBS/ZBFWB results).
 # Per preset and trained segmenter (ARCHS: unet3d, nnunet_style; the nnU-Net-style net shares the U-Net's recipe
-# and budget): train the shipped CPU checkpoint (its experiment config), choose its threshold on the val split
-# (recorded in the checkpoint; where the run kept snapshots, the checkpoint is chosen with it and shipped), write the initial masks of the val and
+# and budget): train the shipped CPU checkpoint (its experiment config; checkpoint picked by val APP2 F1),
+# choose its threshold on the val split (recorded in the checkpoint), write the initial masks of the val and
 # test splits, score the test split with the U-Net's initial masks and with the naive floor (Otsu), both
 # protocols (full_volume, root_seeded), and collect the rows beside the paper's rows.
 #
@@ -34,13 +34,7 @@ for step in $STEPS; do
       for a in $ARCHS; do for p in $PRESETS; do
         # only settings M_init is made with (every component kept, no gap bridging: refinement starts from the
         # pieces), each scored root-seeded as the tables score it
-        # with the training run's snapshots (segmentation.snapshot_every_n_epochs) the checkpoint is chosen with its
-        # threshold on the whole val volumes and the winner is copied onto the shipped file
-        ship="checkpoints/segmenters/${a}_${p}_cpu.pt"
-        models=(--model "$ship")
-        snaps=(outputs/train/checkpoints/runs/segment/${a}_${p}_cpu/snapshots/step*.pt)
-        if [ -e "${snaps[0]}" ]; then models=(); for s in "${snaps[@]}"; do models+=(--model "$s"); done; models+=(--ship-to "$ship"); fi
-        $NR study choose-postprocess --dataset "$p" --arch "$a" "${models[@]}" \
+        $NR study choose-postprocess --dataset "$p" --arch "$a" --model "checkpoints/segmenters/${a}_${p}_cpu.pt" \
           --threshold 0.2 --threshold 0.3 --threshold 0.4 --threshold 0.5 --threshold 0.6 --bridge 0 --keep 0 \
           --protocol root_seeded ${CHOOSE_CASES:+--limit $CHOOSE_CASES} --out "$OUT/postprocess" --record
       done; done ;;

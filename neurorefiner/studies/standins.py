@@ -141,23 +141,15 @@ def write_standin_card(preset: str, arch: str = "unet3d") -> Path:
     # training writes under outputs/ (conf/paths/train.yaml) and ship=true copies the file onto the shipped one;
     # tests/unit/test_experiment_configs.py checks both paths against the composed config
     trained = Path("outputs") / "train" / "checkpoints" / "segmenters" / f"{name}.pt"
-    grid = (f"{' '.join(f'--threshold {t}' for t in THRESHOLD_GRID)} --bridge 0 --keep 0 "
-            "--protocol root_seeded --out experiments/standins/postprocess --record")
-    if meta.get("exported") == "snapshot":
-        snaps = Path("outputs") / "train" / "checkpoints" / "runs" / "segment" / name / "snapshots"
-        choose = ("The run keeps every epoch's weights as a snapshot (`" + str(snaps) + "/step*.pt`); the checkpoint "
-                  "and its threshold were then chosen together on the whole val volumes, scored root-seeded, and "
-                  f"the chosen snapshot copied onto `{rel}` with its threshold recorded: `neurorefiner study "
-                  f"choose-postprocess --dataset {preset} --arch {arch} --model <snapshot> (once per file of "
-                  f"{snaps}/step*.pt) --ship-to {rel} {grid}` (`experiments/standins/run.sh`, step choose).")
-    else:
-        choose = ("The threshold above was then chosen on the val split and recorded in the file: "
-                  f"`neurorefiner study choose-postprocess --dataset {preset} --arch {arch} --model {rel} {grid}` "
-                  "(`experiments/standins/run.sh`, step choose).")
     tail = ["", "## Rebuild", "", "```bash", f"python train.py experiment={name} ship=true", "```", "",
             f"writes `{trained}` and `ship=true` copies it to `{rel}` (recipe: `conf/experiment/{name}.yaml`: the "
-            "preset's train split trains, its val split picks a checkpoint by APP2 F1 from the gold root on "
-            "label-centred crops). " + choose, ""]
+            "preset's train split trains, its val "
+            "split picks the checkpoint by APP2 F1 from the gold root). The threshold above was then chosen on the "
+            "val split and recorded in the file: "
+            f"`neurorefiner study choose-postprocess --dataset {preset} --arch {arch} "
+            f"--model {rel} {' '.join(f'--threshold {t}' for t in THRESHOLD_GRID)} --bridge 0 --keep 0 "
+            "--protocol root_seeded --out experiments/standins/postprocess --record` "
+            "(`experiments/standins/run.sh`, step choose).", ""]
     card = path.with_suffix(".md")
     with atomic_path(card) as tmp:
         tmp.write_text("\n".join(head) + "\n" + body + "\n" + "\n".join(tail))
