@@ -191,6 +191,7 @@ def snapshot_callback(seg: DictConfig, ckpt_dir: Path):  # type: ignore[no-untyp
         return None
     if int(every) < 1:
         raise InputError(f"segmentation.snapshot_every_n_epochs must be a whole number >= 1, got {every!r}")
+
     class SnapshotCheckpoint(ModelCheckpoint):
         """Its own state key: Lightning refuses two checkpoint callbacks alike (the every-epoch last.ckpt)."""
 
@@ -199,8 +200,8 @@ def snapshot_callback(seg: DictConfig, ckpt_dir: Path):  # type: ignore[no-untyp
             return self._generate_state_key(role="snapshots", every_n_epochs=int(every))
 
     return SnapshotCheckpoint(dirpath=Path(ckpt_dir) / SNAPSHOT_DIR, filename="step{step:06d}", monitor=None,
-                           save_top_k=-1, every_n_epochs=int(every), save_on_train_epoch_end=True,
-                           auto_insert_metric_name=False, enable_version_counter=False)
+                              save_top_k=-1, every_n_epochs=int(every), save_on_train_epoch_end=True,
+                              auto_insert_metric_name=False, enable_version_counter=False)
 
 
 def export_snapshots(module, ckpt_dir: Path, patch_size: tuple[int, ...], info: dict[str, Any]) -> list[Path]:  # type: ignore[no-untyped-def]
@@ -216,6 +217,7 @@ def export_snapshots(module, ckpt_dir: Path, patch_size: tuple[int, ...], info: 
     for ckpt in sorted((Path(ckpt_dir) / SNAPSHOT_DIR).glob("step*.ckpt")):
         state = load_checkpoint(ckpt, "training snapshot")
         module.load_state_dict(state["state_dict"])
+        # the run's validation figures stay in the metadata, but they are the whole run's, not the snapshot's
         meta = dict(info, global_step=int(state.get("global_step", 0)), epochs=int(state.get("epoch", 0)) + 1,
                     snapshot_of={"global_step": info.get("global_step"), "epochs": info.get("epochs")},
                     exported="snapshot", best_checkpoint=str(ckpt))
