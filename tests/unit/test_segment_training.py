@@ -9,6 +9,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
+from neurorefiner.errors import InputError
 from neurorefiner.inference.segmenter import load_segmenter
 from neurorefiner.models.segmentation_module import SegmentationModule
 from neurorefiner.models.segmenters import build_segmenter
@@ -217,6 +218,6 @@ def test_a_bad_snapshot_interval_fails_before_training(tmp_path):
     from neurorefiner.training.segmenter import train_segmenter
 
     (tmp_path / "data").mkdir()
-    with pytest.raises(Exception, match="snapshot_every_n_epochs"):
+    with pytest.raises(InputError, match="snapshot_every_n_epochs"):
         train_segmenter(_cfg(tmp_path, 2, ("segmentation.snapshot_every_n_epochs=-1",)))
     assert not (tmp_path / "ck" / "last.ckpt").exists()
