@@ -63,12 +63,15 @@ for step in $STEPS; do
       $NR study fragmentation --dataset diadem:dev --dataset diadem:test \
         $(for a in $ARCHS; do for p in $PRESETS; do echo --dataset "$p:test:$a"; done; done) --segmenter unet3d --out "$OUT" ;;
     fresh)
-      # the shipped U-Net on fresh volumes of each preset (dataset seed FRESH_SEED, never used by the project; own
-      # cache folder), root-seeded: the target is within 8 F1 points of the paper's 3D U-Net row
+      # the shipped U-Net on FRESH_CASES fresh volumes of each preset (dataset seed FRESH_SEED, never used by the
+      # project; own cache folder; as many test volumes drawn as scored), root-seeded: the target is within
+      # 8 F1 points of the paper's 3D U-Net row
       for a in $ARCHS; do for p in $PRESETS; do
+        rm -rf "$OUT/fresh/rows/${p}_${a}"  # rows of a replaced checkpoint or preset never mix with the new ones
         $PY evaluate.py dataset="$p" dataset.seed="${FRESH_SEED:-2027}" dataset.root="data/cache/synth/${p}_fresh" \
-          split=test methods=[initial] segmenter="$a" protocols=[root_seeded] limit="${FRESH_CASES:-3}" \
-          progress=false out_dir="$OUT/fresh/rows/${p}_${a}"
+          dataset.n_train=0 dataset.n_val=0 dataset.n_test="${FRESH_CASES:-8}" \
+          split=test methods=[initial] segmenter="$a" protocols=[root_seeded] limit="${FRESH_CASES:-8}" \
+          progress=false figures=false save_masks=false out_dir="$OUT/fresh/rows/${p}_${a}"
       done; done
       $NR study standins-table --rows "$OUT/fresh/rows" --out "$OUT/fresh" --fresh-seed "${FRESH_SEED:-2027}" ;;
     table)
