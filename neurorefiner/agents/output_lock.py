@@ -17,59 +17,21 @@ import fcntl
 import json
 import os
 import socket
-import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
 
 from neurorefiner.errors import InputError
+from neurorefiner.io.atomic import check_output_path, printable  # noqa: F401 - printable: refinement_entry's
 
 LOCK_NAME = ".refine.lock"
 
 
-def printable(path: str | Path) -> str:
-    """``path`` as text that can always be printed (bytes that are not UTF-8 shown as ``\\udcff``)."""
-    return str(path).encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def check_output_dir(out: str | Path) -> Path:
     """``out`` as a :class:`Path` if a run could write its outputs there, else an :class:`InputError` that
-    names the path and the problem. Leaves the file system as it found it."""
-    path = Path(out)
-    try:
-        str(path).encode("utf-8")
-    except UnicodeEncodeError:
-        raise InputError("the name is not valid UTF-8 (the trace and the report record it); choose another out=",
-                         printable(path)) from None
-    if path.exists() and not path.is_dir():
-        raise InputError("out= is an existing file, not a folder", path)
-    ancestor = path.absolute()
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise InputError(f"out= sits under {ancestor}, which is a file, not a folder", path)
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        what = "the folder" if ancestor == path.absolute() else f"{ancestor} (where it would be made)"
-        raise InputError(f"out= cannot be written: no write permission on {what}", path)
-    _probe(path.absolute(), ancestor)
-    return path
-
-
-def _probe(path: Path, ancestor: Path) -> None:
-    """Make the missing folders and a file in ``path``, then remove what was made: permissions alone do not
-    tell (root passes every access check, a read-only or special file system refuses anyway)."""
-    made: list[Path] = []
-    try:
-        for folder in reversed([path, *path.parents][: len(path.parts) - len(ancestor.parts)]):
-            folder.mkdir()
-            made.append(folder)
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as exc:
-        raise InputError(f"out= cannot be written: {exc.strerror or exc}", path) from None
-    finally:
-        for folder in reversed(made):
-            folder.rmdir()
+    names the path and the problem (the check every command makes, :func:`neurorefiner.io.atomic.check_output_path`).
+    Leaves the file system as it found it."""
+    return check_output_path(out, folder=True, option="out=")
 
 
 def _alive(holder: dict) -> str:
