@@ -1,11 +1,13 @@
-"""What every CLI command shares: one-line errors with exit code 2, spacing parsing, progress bars."""
+"""What every CLI command shares: one-line errors with exit code 2, output paths checked before any work,
+spacing parsing, progress bars."""
 
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import typer
 
@@ -29,6 +31,45 @@ def friendly_errors(fn: F) -> F:
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+Kind = Literal["file", "folder"]
+
+
+def writes(**outputs: Kind) -> Callable[[F], F]:
+    """Declare the parameters a command writes to (``out="folder"``, ``prob="file"``) and check each given
+    path (:func:`neurorefiner.io.atomic.check_output_path`) before the command does any work: a path under
+    a file, a folder where a file goes or an unwritable place is one line and exit code 2 (under
+    :func:`friendly_errors`), with nothing written. The declaration is kept as ``outputs`` on the command,
+    where the tests read it."""
+
+    def decorate(fn: F) -> F:
+        signature = inspect.signature(fn)
+        unknown = set(outputs) - set(signature.parameters)
+        if unknown:
+            raise TypeError(f"{fn.__name__} has no parameter {', '.join(sorted(unknown))}")
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            from neurorefiner.io.atomic import check_output_path
+
+            given = signature.bind_partial(*args, **kwargs).arguments
+            for name, kind in outputs.items():
+                if given.get(name) is not None:
+                    check_output_path(given[name], folder=kind == "folder", option=option_name(fn, name))
+            return fn(*args, **kwargs)
+
+        wrapper.outputs = dict(outputs)  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def option_name(fn: Callable[..., Any], name: str) -> str:
+    """How a user names parameter ``name`` of command ``fn`` on the command line (``--out``, or ``OUT`` for an
+    argument)."""
+    decls = getattr(inspect.signature(fn).parameters[name].default, "param_decls", None) or ()
+    return next((d for d in decls if d.startswith("--")), name.upper())
 
 
 def parse_shape(text: str | None, option: str = "--shape") -> tuple[int, int, int] | None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, writes
 from neurorefiner.errors import InputError
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ def parse_block(text: str | None, shape: tuple[int, ...]) -> tuple[slice, slice,
 
 
 @friendly_errors
+@writes(out="file")
 def edit(image: Path = typer.Argument(..., help="image stack"),
          mask: Path = typer.Argument(..., help="current mask"),
          instruction: str = typer.Option(..., "--instruction", help="instruction in the grammar"),

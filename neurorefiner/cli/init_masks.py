@@ -7,10 +7,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, parse_shape
+from neurorefiner.cli.common import friendly_errors, parse_shape, writes
 
 
 @friendly_errors
+@writes(out="folder")
 def init_masks(dataset: str = typer.Option(..., "--dataset", help="registry name: diadem, tiny, synthetic_..."),
                segmenter: str = typer.Option("unet3d", help="unet3d | nnunet_style | ... | otsu (the naive floor)"),
                model: Path | None = typer.Option(None, "--model", help="checkpoint (default: the shipped CPU one)"),

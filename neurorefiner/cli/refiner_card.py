@@ -8,10 +8,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, writes
 
 
 @friendly_errors
+@writes(dst="folder")
 def refiner_card(src: Path = typer.Option(..., "--src", help="folder with toporefinenet_stage{1,2}.ckpt and .json"),
                  stage1: str | None = typer.Option(None, "--stage1", help="experiment config of stage 1"),
                  stage2: str | None = typer.Option(None, "--stage2", help="experiment config of stage 2"),

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, parse_spacing
+from neurorefiner.cli.common import friendly_errors, parse_spacing, writes
 
 
 @friendly_errors
+@writes(out="file", prob="file")
 def segment(image: Path = typer.Argument(..., help="image stack (.tif, .v3draw, .zarr, .npy)"),
             model: Path = typer.Option(..., "--model", help="segmenter checkpoint (.pt export or Lightning .ckpt)"),
             out: Path = typer.Option(..., "--out", help="output mask .tif (uint8 0/255)"),

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, parse_shape, parse_spacing
+from neurorefiner.cli.common import friendly_errors, parse_shape, parse_spacing, writes
 
 
 @friendly_errors
+@writes(out="folder")
 def synth(preset: str = typer.Argument(..., help="preset name, e.g. tiny, synthetic_cwmbs_weak"),
           out: Path = typer.Option(..., "--out", help="output folder"),
           n: int = typer.Option(4, "--n", help="number of volumes"),
@@ -43,8 +44,6 @@ def synth(preset: str = typer.Argument(..., help="preset name, e.g. tiny, synthe
         params = params.replace(shape=size)
     tree = read_swc(swc) if swc is not None else None
     tree_spacing = parse_spacing(swc_spacing) or params.spacing
-    if out.exists() and not out.is_dir():
-        raise InputError("--out exists and is not a folder", out)
     out.mkdir(parents=True, exist_ok=True)
     volumes = []
     for k in tqdm(range(n), desc=f"synthesising {preset}", unit="vol"):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, parse_spacing
+from neurorefiner.cli.common import friendly_errors, parse_spacing, writes
 
 
 def _parse_marker(text: str | None) -> tuple[float, float, float] | None:
@@ -35,6 +35,7 @@ def _parse_bkg(text: str) -> float | str:
 
 
 @friendly_errors
+@writes(out="file")
 def trace(path: Path = typer.Argument(..., help="mask or image stack (.tif, .v3draw, .v3dpbd, .zarr, .npy)"),
           out: Path = typer.Option(..., "--out", help="output .swc"),
           spacing: str | None = typer.Option(None, "--spacing", help="z,y,x in um (default: from the file)"),

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, is_tty
+from neurorefiner.cli.common import friendly_errors, is_tty, writes
 
 
 @friendly_errors
+@writes(out="file")
 def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registry name with gold SWCs"),
                 split: str = typer.Option("dev", "--split",
                                           help="the split(s) to learn from, comma-separated (never a test split)"),

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, writes
 
 
 @friendly_errors
+@writes(out="folder")
 def break_probe(ckpt: list[Path] = typer.Option(..., "--ckpt", help="checkpoint (repeat to compare)"),
                 label: list[str] | None = typer.Option(None, "--label", help="label per checkpoint "
                                                        "(default: file name)"),

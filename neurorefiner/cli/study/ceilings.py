@@ -7,10 +7,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, is_tty
+from neurorefiner.cli.common import friendly_errors, is_tty, writes
 
 
 @friendly_errors
+@writes(out="folder")
 def ceilings(dataset: str = typer.Option("diadem", "--dataset", help="registry name (diadem, synthetic_...)"),
              split: str = typer.Option("dev", "--split", help="dev / val only: this study chooses settings"),
              segmenters: str = typer.Option("unet3d,nnunet_style", "--segmenters", help="comma-separated"),

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, is_tty
+from neurorefiner.cli.common import friendly_errors, is_tty, writes
 
 
 @friendly_errors
+@writes(out="folder", ship_to="file")
 def choose_postprocess(
         dataset: str = typer.Option(..., "--dataset", help="a synthetic preset (its val split is used)"),
         arch: str = typer.Option(..., "--arch", help="the network the checkpoint must hold"),

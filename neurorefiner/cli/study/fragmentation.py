@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, is_tty
+from neurorefiner.cli.common import friendly_errors, is_tty, writes
 
 
 def parse_dataset_spec(spec: str, segmenter: str) -> tuple[str, str, str]:
@@ -22,6 +22,7 @@ def parse_dataset_spec(spec: str, segmenter: str) -> tuple[str, str, str]:
 
 
 @friendly_errors
+@writes(out="folder")
 def fragmentation(dataset: list[str] = typer.Option(..., "--dataset", help="dataset:split[:segmenter], repeatable "
                                                     "(e.g. diadem:dev, synthetic_cwmbs_weak:test:nnunet_style)"),
                   segmenter: str = typer.Option("unet3d", "--segmenter",

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, is_tty
+from neurorefiner.cli.common import friendly_errors, is_tty, writes
 
 
 @friendly_errors
+@writes(out="folder")
 def gold_scope(split: str = typer.Option("dev", "--split", help="dev (out-of-fold maps) | test (shipped masks)"),
                out: Path = typer.Option(..., "--out", help="output folder"),
                margin: int = typer.Option(10, "--margin", help="voxels added around the gold's box"),

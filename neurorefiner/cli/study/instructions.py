@@ -8,10 +8,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, writes
 
 
 @friendly_errors
+@writes(out="folder")
 def instructions(overrides: list[str] | None = typer.Argument(None, help="Hydra overrides of the data, e.g. "
                                                               "stages.1.datamodule.distractor_prob=0.0"),
                  ckpt: list[Path] = typer.Option(..., "--ckpt", help="checkpoint (repeat to compare)"),

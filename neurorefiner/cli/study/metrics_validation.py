@@ -8,10 +8,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, writes
 
 
 @friendly_errors
+@writes(out="folder")
 def metrics_validation(out: Path = typer.Option(..., "--out", help="output folder"),
                        only: list[str] | None = typer.Option(None, "--only",
                                                              help="table(s) to make: hand | gold | bigneuron | "

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, writes
 
 
 @friendly_errors
+@writes(out="folder")
 def prior_compare(preset: str = typer.Option("synthetic_cwmbs_weak", "--preset", help="a SYNTHETIC preset"),
                   tables: Path = typer.Option(..., "--tables", help="where run_synthetic.sh wrote cards and "
                                               "val choices"),

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, writes
 
 
 @friendly_errors
+@writes(out="file")
 def probe_compare(probes: list[str] = typer.Argument(..., help="LABEL=FOLDER, one per probe, in table order"),
                   out: Path = typer.Option(..., "--out", help="the Markdown file to write"),
                   title: str = typer.Option("Editor probes side by side", "--title"),

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, writes
 
 NAME = "probe-editor"
 
 
 @friendly_errors
+@writes(out="folder")
 def probe_editor(out: Path = typer.Option(Path("experiments/editor"), "--out", help="output folder"),
                  n: int = typer.Option(50, "--n", help="defects per kind"),
                  seed: int = typer.Option(0, "--seed", help="random seed of the defects"),

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, writes
 
 
 @friendly_errors
+@writes(out="folder")
 def realism(out: Path = typer.Option(..., "--out", help="output folder"),
             n: int = typer.Option(3, "--n", help="synthetic volumes per preset (seeds 0..n-1)"),
             presets: list[str] | None = typer.Option(None, "--preset", help="preset (repeat; default: all)"),

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, writes
 
 cv_app = typer.Typer(help=__doc__, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 
 @cv_app.command("probs")
 @friendly_errors
+@writes(run="folder")
 def probs(run: Path = typer.Option(..., "--run", help="a fold's run directory, named f<fold>_<steps>"),
           threads: int = typer.Option(1, "--threads", help="torch CPU threads")) -> None:
     """Out-of-fold probability maps (<run>/oof_probs/<case>.npy) of the cases the run's fold holds out."""
@@ -24,6 +25,7 @@ def probs(run: Path = typer.Option(..., "--run", help="a fold's run directory, n
 
 @cv_app.command("ensemble")
 @friendly_errors
+@writes(out="folder")
 def ensemble(members: list[Path] = typer.Argument(..., help="runs of one fold and budget, other seeds"),
              out: Path = typer.Option(..., "--out", help="the averaged network's run directory"),
              threads: int = typer.Option(1, "--threads", help="torch CPU threads"),
@@ -49,6 +51,7 @@ def verify(run: Path = typer.Option(..., "--run", help="an averaged network's ru
 
 @cv_app.command("choose")
 @friendly_errors
+@writes(out="folder")
 def choose(runs: list[Path] = typer.Argument(..., help="run directories f<fold>_<steps> with out-of-fold maps"),
            out: Path = typer.Option(..., "--out", help="folder for cv_dev.md, cv_dev_cases.csv, choice.json"),
            threshold: list[float] | None = typer.Option(None, "--threshold", help="a threshold of the grid "

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, is_tty
+from neurorefiner.cli.common import friendly_errors, is_tty, writes
 
 
 @friendly_errors
+@writes(out="folder")
 def segmenter_rows(
         dataset: str = typer.Option("diadem", "--dataset", help="a dataset of the registry"),
         split: str = typer.Option("test", "--split", help="dev | val | test ..."),

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, writes
 
 
 @friendly_errors
+@writes(out="folder")
 def segmenter_summary(
         tables: Path | None = typer.Option(None, "--tables", help="where the rows tables and cards are "
                                            "(default: experiments/segmenters of the checkout)"),

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, writes
 
 
 @friendly_errors
+@writes(out="folder")
 def standins_table(rows: Path = typer.Option(..., "--rows", help="folder of evaluate.py rows"),
                    out: Path = typer.Option(..., "--out", help="where standins.md and standins.csv go"),
                    fresh_seed: int = typer.Option(None, "--fresh-seed",

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, writes
 
 
 @friendly_errors
+@writes(out="folder")
 def visibility(out: Path = typer.Option(..., "--out", help="output folder"),
                presets: list[str] | None = typer.Option(None, "--preset", help="preset (repeat; default: the "
                                                         "four stand-ins)"),
