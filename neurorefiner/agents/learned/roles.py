@@ -5,8 +5,8 @@
   a join as a break (``FN``, its two ends), a removal as noise (``FP``, the piece), a prune as attached false
   structure (``FP_ATTACHED``, the branch's tip then its junction). Joins are taken most probable first and
   only while they join pieces not yet joined, so a chain of fragments gives a chain of breaks.
-* **Advisor**: names the place in the grammar, as the heuristic Advisor does for breaks and noise; an attached
-  branch becomes ``Remove noise from <tip> to <junction>``.
+* **Advisor** (:mod:`neurorefiner.agents.learned.advisor`): the grammar's sentence for each candidate, its
+  places read in an editor frame placed as the editor's training crops hold their defects.
 * **Validator**: the heuristic Validator's rule checks (compliance, topology) and, beside them, the judge:
   an edit that deletes voxels of the root's tree is accepted only for a branch the judge flagged, and never
   when it splits the tree.
@@ -17,19 +17,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from neurorefiner.agents.candidates import Candidate, CandidateSettings, find_candidates
-from neurorefiner.agents.editor import frame_around
-from neurorefiner.agents.heuristic.advisor import HeuristicAdvisor, _position
 from neurorefiner.agents.heuristic.detect import UnionFind
 from neurorefiner.agents.heuristic.validator import HeuristicValidator
+from neurorefiner.agents.learned.advisor import LearnedAdvisor  # noqa: F401 - the learned backend's Advisor
 from neurorefiner.agents.learned.judge import Judge
 from neurorefiner.agents.roles import (
     Advice,
-    Attempt,
     BlockContext,
     CallInfo,
     Defect,
@@ -40,7 +37,6 @@ from neurorefiner.agents.roles import (
     Verdict,
 )
 from neurorefiner.topology.blocks import block_of_point
-from neurorefiner.topology.instructions import Instruction
 
 ATTACHED = "FP_ATTACHED"
 """A defect kind beyond the paper's FN / FP: false structure merged into the neuron (a spur, a touching fibre)."""
@@ -147,38 +143,6 @@ class LearnedInspector:
         info = CallInfo(self.name, seconds=time.perf_counter() - t0,
                         raw={"candidates_chosen": len(chosen), "blocks": len(flags)})
         return Inspection(flags, info)
-
-
-class LearnedAdvisor(HeuristicAdvisor):
-    """The heuristic Advisor's wording for breaks and noise; ``Remove noise from <tip> to <junction>`` for an
-    attached branch, in a frame centred on the branch."""
-
-    name = "learned"
-
-    def _attached_candidates(self, ctx: BlockContext, tip: np.ndarray, junction: np.ndarray
-                             ) -> list[tuple[Instruction, Any]]:
-        out = []
-        for centre in ((tip + junction) / 2.0, junction + (tip - junction) * 0.25):
-            frame = frame_around(centre, ctx.editor_size, ctx.mask.shape)
-            a, b = _position(tip[None], frame), _position(junction[None], frame)
-            ins = Instruction("remove", a, b) if a != b else Instruction("remove", a)
-            out.append((ins, frame))
-        return out
-
-    def advise(self, ctx: BlockContext, flag: Flag, defect: Defect, step: Step,
-               history: Sequence[Attempt]) -> Advice | None:
-        if defect.kind != ATTACHED or len(defect.anchors) < 2:
-            return super().advise(ctx, flag, defect, step, history)
-        t0 = time.perf_counter()
-        tip, junction = (np.asarray(a, float) - ctx.origin for a in defect.anchors[:2])
-        tried = {(h.advice.instruction.format(), repr(h.advice.frame.as_dict())) for h in history if h.advice}
-        fresh = [c for c in self._attached_candidates(ctx, tip, junction)
-                 if (c[0].format(), repr(c[1].as_dict())) not in tried]
-        if not fresh:
-            return None
-        ins, frame = fresh[0]
-        return Advice(ins, frame, CallInfo(self.name, seconds=time.perf_counter() - t0, raw=ins.format()),
-                      reason=defect.note)
 
 
 class LearnedValidator(HeuristicValidator):
