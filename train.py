@@ -18,4 +18,9 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
+    import sys
+
+    from neurorefiner.cli.launch import show_config_argv
+
+    sys.argv = show_config_argv(sys.argv)  # `-m ... --cfg job`: the first job's config (Hydra refuses both)
     main()
