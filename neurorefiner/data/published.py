@@ -10,7 +10,8 @@ They cannot be downloaded here; a user who has them puts them under ``data/<name
       splits.json                        {"train": [case, ...], "test": [case, ...]}  (optional)
       spacing.json                       {"spacing": [z, y, x]} in um (optional; else the default below)
 
-Without the folder, asking for a case raises a message saying exactly that, never a crash.
+Without the folder, asking for a case raises a message saying exactly that and naming the SYNTHETIC stand-in
+to run instead (``python evaluate.py dataset=zbfwb`` is often the first line a user types), never a crash.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from neurorefiner.paths import data_dir
 LAYOUT_HELP = ("put the dataset under {root} as images/<case>.tif (or .v3draw), swc/<case>.swc, "
                "optional labels/<case>.tif and splits.json {{\"train\": [...], \"test\": [...]}}; "
                "see data/README.md")
+STAND_INS = {"bigneuron": "synthetic_bigneuron", "zbfwb": "synthetic_zbfwb", "cwmbs": "synthetic_cwmbs_weak",
+             "cwmbs/weak": "synthetic_cwmbs_weak", "cwmbs/noise": "synthetic_cwmbs_noise"}
 
 DEFAULT_SPACING = {
     "bigneuron": (1.0, 1.0, 1.0),  # varies per image; give spacing.json or per-case TIFF metadata
@@ -48,10 +51,18 @@ class PublishedDataset:
     def base(self) -> Path:
         return self.root / self.subset if self.subset else self.root
 
+    @property
+    def stand_in(self) -> str | None:
+        """The config name of this dataset's SYNTHETIC stand-in (conf/dataset/), for users without the data."""
+        return STAND_INS.get(f"{self.name}/{self.subset}" if self.subset else self.name, STAND_INS.get(self.name))
+
     def _require(self) -> None:
         if not (self.base / "images").is_dir():
-            raise InputError(f"the {self.name} dataset is not here; " + LAYOUT_HELP.format(root=self.base),
-                             self.base)
+            instead = (f"; without the data, use its SYNTHETIC stand-in: dataset={self.stand_in} "
+                       "(docs/synthetic_data.md)"
+                       if self.stand_in else "")
+            raise InputError(f"the {self.name} dataset is not here (its images are not redistributable); "
+                             + LAYOUT_HELP.format(root=self.base) + instead, self.base)
 
     def cases(self, split: str = "test") -> list[Case]:
         check_split(self.name, split, self.splits)

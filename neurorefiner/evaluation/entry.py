@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from omegaconf import DictConfig
 
-from neurorefiner.errors import exit_on_user_error
+from neurorefiner.errors import InputError, exit_on_user_error
 
 
 @exit_on_user_error
@@ -22,10 +23,42 @@ def run(cfg: DictConfig) -> list[dict]:
 
     dataset = instantiate(cfg.dataset)
     cases = dataset.cases(cfg.split)  # fails clearly when a published dataset is absent
+    check_segmenter(cfg)
     from neurorefiner.evaluation.runner import evaluate
 
     try:
         return evaluate(cfg, dataset, cases)
+    except FileNotFoundError as exc:  # a case without its gold SWC or image: the file named, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
     except RoleError as exc:
         print(f"error: {exc} (finished volumes' rows are kept: the same command continues)", file=sys.stderr)
         sys.exit(2)
+
+
+def check_segmenter(cfg: DictConfig) -> None:
+    """Before any work: the shipped checkpoint of ``cfg.segmenter`` on the dataset must exist when a method starts
+    from the initial mask, else one line saying which one line trains and ships it (a user with the real
+    ZBFWB, BigNeuron or CWMBS data has no shipped segmenter for it: the shipped ones are the stand-ins')."""
+    from neurorefiner.evaluation.methods import method_node
+    from neurorefiner.evaluation.runner import method_class
+    from neurorefiner.inference.init_masks import NAIVE, shipped_checkpoint
+
+    segmenter, name = str(cfg.segmenter), str(cfg.dataset.name)
+    needs = [m for m in cfg.methods if getattr(method_class(method_node(cfg, str(m))), "needs_initial", True)]
+    if segmenter == NAIVE or not needs:
+        return
+    path = shipped_checkpoint(segmenter, name)
+    if not path.is_file():
+        raise InputError(f"no shipped {segmenter} segmenter for {name} (methods {', '.join(map(str, needs))} start "
+                         f"from its masks); train and ship one with: {training_line(cfg, path)}; or give "
+                         "segmenter=<checkpoint.pt>", path)
+
+
+def training_line(cfg: DictConfig, shipped: Path) -> str:
+    """The ``train.py`` line that trains ``cfg.segmenter`` on ``cfg.dataset`` and ships it to ``shipped``
+    (``ship=true`` copies the export from under ``paths.checkpoint_dir`` to the same place in checkpoints/)."""
+    subset = cfg.dataset.get("subset")
+    return (f"python train.py task=segment model={cfg.segmenter} dataset={cfg.dataset.name}"
+            + (f" dataset.subset={subset}" if subset else "")
+            + f" 'segmentation.export_path=${{paths.checkpoint_dir}}/{shipped.parent.name}/{shipped.name}' ship=true")
