@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from neurorefiner.errors import InputError
@@ -22,7 +23,7 @@ MULTIRUN_FLAGS = ("-m", "--multirun")
 SHOW_FLAGS = ("-c", "--cfg")
 
 
-class OutputPaths:
+class OutputPaths(Callback):
     """Hydra callback (``hydra.callbacks``) that checks where a run will write before it starts.
 
     ``keys``: dotted config keys that hold an output folder (``out_dir``, ``paths.checkpoint_dir``); a key
