@@ -1,5 +1,6 @@
 """Train the judge of the learned agents on gold (candidates of a segmenter's masks labelled from the gold
-SWC), and write it as JSON with its card (held-out precision and recall per candidate kind)."""
+SWC), and write it with its card: from one dataset's masks (JSON, hand features), or from every mined dataset
+(``--table``: candidates mined by ``neurorefiner study judge-mine``, models that may read the image crops)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,21 @@ from pathlib import Path
 import typer
 
 from neurorefiner.cli.common import friendly_errors, is_tty, writes
+
+
+def parse_models(text: str) -> dict[str, str]:
+    """``join=crop_net,remove=lgbm`` -> per-kind model types (kinds not named: crop_lgbm)."""
+    from neurorefiner.agents.candidates import KINDS
+    from neurorefiner.errors import InputError
+
+    models = dict.fromkeys(KINDS, "crop_lgbm")
+    for part in (p for p in text.split(",") if p.strip()):
+        kind, _, model = part.partition("=")
+        if kind.strip() not in KINDS or model.strip() not in ("logistic", "lgbm", "crop_lgbm", "crop_net"):
+            raise InputError(f"--models: {part!r} is not kind=model (kinds {KINDS}; models logistic, lgbm, "
+                             "crop_lgbm, crop_net)")
+        models[kind.strip()] = model.strip()
+    return models
 
 
 @friendly_errors
@@ -22,8 +38,23 @@ def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registr
                 augment: int = typer.Option(2, "--augment", help="defect-cut copies of each mask"),
                 min_support: int = typer.Option(1, "--min-support", min=1,
                                                 help="candidates a threshold must admit before its out-of-fold "
-                                                     "precision is held to the floor (few stacks: 10)")) -> None:
+                                                     "precision is held to the floor (few stacks: 10)"),
+                table: Path | None = typer.Option(None, "--table",
+                                                  help="mined candidates (neurorefiner study judge-mine): train one "
+                                                       "judge on every dataset there instead (--dataset etc. unused)"),
+                models: str = typer.Option("join=crop_net", "--models",
+                                           help="with --table: kind=model per kind (logistic, lgbm, crop_lgbm, "
+                                                "crop_net; unnamed kinds: crop_lgbm)"),
+                epochs: int = typer.Option(12, "--epochs", min=1, help="with --table: the network's epochs")) -> None:
     """Train the learned agents' judge on gold."""
+    if table is not None:
+        from neurorefiner.agents.learned.training import train_table_judge
+
+        command = f"neurorefiner train-judge --table {table} --models {models} --out {out}" + (
+            f" --epochs {epochs}" if epochs != 12 else "")
+        path, card = train_table_judge(table, out, parse_models(models), epochs, command)
+        typer.echo(f"judge -> {path}\ncard  -> {card}")
+        return
     from neurorefiner.agents.learned.training import train_judge as run
 
     path, card = run(dataset, split, [s for s in segmenters.split(",") if s], str(out), augment, progress=is_tty(),

@@ -24,7 +24,7 @@ from neurorefiner.agents.candidates import Candidate, CandidateSettings, find_ca
 from neurorefiner.agents.heuristic.detect import UnionFind
 from neurorefiner.agents.heuristic.validator import HeuristicValidator
 from neurorefiner.agents.learned.advisor import LearnedAdvisor  # noqa: F401 - the learned backend's Advisor
-from neurorefiner.agents.learned.judge import Judge
+from neurorefiner.agents.learned.judge import CropView, Judge
 from neurorefiner.agents.roles import (
     Advice,
     BlockContext,
@@ -120,8 +120,11 @@ class LearnedInspector:
 
     def chosen(self, image: np.ndarray, mask: np.ndarray, spacing: Sequence[float]) -> list[tuple[Candidate, float]]:
         kinds = ("join", "remove", "prune") if self.prune else ("join", "remove")
-        cands = find_candidates(image, mask, spacing, self.settings, kinds).candidates
-        p, passed = self.judge.decide(cands)
+        found = find_candidates(image, mask, spacing, self.settings, kinds)
+        cands = found.candidates
+        view = (CropView(image, mask, tuple(float(v) for v in spacing), found.levels)  # type: ignore[arg-type]
+                if self.judge.uses_crops else None)
+        p, passed = self.judge.decide(cands, view)
         return choose(cands, p, passed, self.prune, self.gate)
 
     def inspect(self, view: GlobalView) -> Inspection:

@@ -204,9 +204,10 @@ def labelled_set(cases: Sequence[GoldCase], candidate_settings: CandidateSetting
     return data, per_case
 
 
-def augmented_masks(gc: GoldCase, n: int, index: GoldIndex) -> list[np.ndarray]:
+def augmented_masks(gc: GoldCase, n: int, index: GoldIndex, strength: int = 1) -> list[np.ndarray]:
     """``n`` copies of the case's mask with breaks cut on the gold's path and structure pasted touching it
-    (:mod:`neurorefiner.agents.learned.augment`), seeded by the case so a rerun gives the same set."""
+    (:mod:`neurorefiner.agents.learned.augment`), seeded by the case so a rerun gives the same set.
+    ``strength`` multiplies the number of defects per copy (a defect-free gold mask takes more)."""
     import zlib
 
     from neurorefiner.agents.learned.augment import (
@@ -219,9 +220,11 @@ def augmented_masks(gc: GoldCase, n: int, index: GoldIndex) -> list[np.ndarray]:
     out = []
     for i in range(n):
         rng = np.random.default_rng(zlib.crc32(f"{gc.case}/{gc.segmenter}/{i}".encode()))
-        mask = paste_touching(cut_on_gold(gc.mask, index, rng, 8), gc.image, rng, 4)
-        mask = paste_specks_near(mask, gc.image, rng, 8, gc.spacing)
-        out.append(add_bright_off_gold(mask, gc.image, index, rng, 12, CandidateSettings().reach_um, gc.spacing))
+        k = max(int(strength), 1)
+        mask = paste_touching(cut_on_gold(gc.mask, index, rng, 8 * k), gc.image, rng, 4 * k)
+        mask = paste_specks_near(mask, gc.image, rng, 8 * k, gc.spacing)
+        out.append(add_bright_off_gold(mask, gc.image, index, rng, 12 * k, CandidateSettings().reach_um,
+                                       gc.spacing))
     return out
 
 
@@ -282,3 +285,54 @@ def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, a
                f"--out {out}" + (f" --min-support {min_support}" if min_support != 1 else ""))
     card = write_text_atomic(path.with_suffix(".md"), judge_card(judge, scores, command))
     return path, card
+
+
+def train_table_judge(root: str | Path, out: str | Path, models: dict[str, str], epochs: int = 12,
+                      command: str = "", datasets: Sequence[str] | None = None) -> tuple[Path, Path]:
+    """The one judge for every dataset, from mined candidates (:mod:`neurorefiner.agents.learned.mining`):
+    per kind a model of the type ``models`` names, trained on every mined dataset, its threshold chosen
+    leave one dataset out (:func:`neurorefiner.agents.learned.model_fit.inner_threshold`, the rule its
+    transfer figures were measured under). Written as ``out`` (``.pt`` when a model reads crops) and its card."""
+    from neurorefiner.agents.learned.mining import load_table
+    from neurorefiner.agents.learned.model_fit import inner_threshold
+    from neurorefiner.io.atomic import write_text_atomic
+    from neurorefiner.paths import git_commit
+
+    boosters, thresholds, prior, labelled = {}, {}, {}, {}
+    for kind in KINDS:
+        t = load_table(Path(root), kind, datasets)
+        fams = t.families
+        labelled[kind] = {str(f): [int((fams == f).sum()), int(t.y[fams == f].sum())] for f in sorted(set(fams))}
+        prior[kind] = float(t.y.mean()) if len(t) else 0.0
+        model, thr, _, _ = inner_threshold(models[kind], t, MIN_PRECISION[kind], epochs=epochs)
+        if model is None:
+            thresholds[kind] = 1.1
+            continue
+        boosters[kind], thresholds[kind] = model, float(thr)
+    meta = {"trained_on": "mined candidates (neurorefiner study judge-mine)", "root": str(root),
+            "models": dict(models), "labelled": labelled, "commit": git_commit(), "command": command,
+            "epochs": epochs}
+    judge = Judge(boosters, thresholds, prior, meta)
+    path = judge.save(Path(out))
+    card = write_text_atomic(path.with_suffix(".md"), table_judge_card(judge, command))
+    return path, card
+
+
+def table_judge_card(judge: Judge, command: str) -> str:
+    meta = judge.meta
+    lines = ["# The judge of candidate edits (agent=learned): one judge for every dataset", "",
+             "Scores every candidate edit (join / remove / prune) of a mask: the probability that gold agrees with "
+             "it. A model that reads crops sees the image, the mask and the edit around the candidate on one "
+             "physical grid (neurorefiner.agents.learned.crops) beside the hand features.", "",
+             f"- Rebuilt by: `{command}` (after the mining lines of experiments/judge/run.sh)",
+             f"- Models: {', '.join(f'{k}: {v}' for k, v in meta.get('models', {}).items())}; thresholds "
+             f"{', '.join(f'{k}: {v:.3f}' for k, v in judge.thresholds.items())} (the lowest keeping "
+             "neurorefiner.agents.learned.judge.MIN_PRECISION on predictions for datasets the model did not see).",
+             "- Labelled candidates (dataset: labelled, true): "
+             + "; ".join(f"{k}: " + ", ".join(f"{f} {n} ({t})" for f, (n, t) in v.items())
+                         for k, v in meta.get("labelled", {}).items()) + ".",
+             "  Synthetic datasets are SYNTHETIC stand-ins (their generator's gold); DIADEM is dev OP_1-OP_6 only.",
+             f"- Code: commit {meta.get('commit')}.", "",
+             "Leave-one-dataset-out figures of every model type: experiments/judge/judge_transfer.md.", "",
+             "Stored as a weights-only .pt (tensors, numbers, LightGBM text): loading runs no code."]
+    return "\n".join(lines) + "\n"

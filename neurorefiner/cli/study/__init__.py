@@ -18,6 +18,7 @@ STUDIES: tuple[str, ...] = (
     "fragmentation",
     "gold_scope",
     "instructions",
+    "judge",
     "metrics_validation",
     "prior_compare",
     "probe_compare",

@@ -1,0 +1,72 @@
+"""Fitting a judge model of a named type on mined candidates, and choosing its threshold without the data it
+is scored on: the one rule the shipped judge (:func:`neurorefiner.agents.learned.training.train_table_judge`) and
+its leave-one-dataset-out figures (:mod:`neurorefiner.studies.judge_transfer`) share.
+
+Threshold: the lowest keeping the kind's precision floor on predictions for training candidates their model did
+not see: leave one training dataset out for the fast models (one training dataset: leave one stack out); for the
+network, which trains in minutes, one model trained on three quarters of the training stacks, its threshold from
+the other quarter (that model is the one returned).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from neurorefiner.agents.learned.judge import best_threshold
+from neurorefiner.agents.learned.mining import CandidateTable
+
+MODELS = ("logistic", "lgbm", "crop_lgbm", "crop_net")
+
+
+def fit(model: str, t: CandidateTable, seed: int = 0, epochs: int = 12) -> Any:
+    """A model of the named type on table ``t`` (None when one class is missing)."""
+    from neurorefiner.agents.learned.judge import CropBooster, fit_booster, fit_model
+
+    if model in ("logistic", "lgbm"):
+        return fit_model(t.x, t.y, model)
+    if model == "crop_lgbm":
+        b = fit_booster(CropBooster.inputs(t.x, t.crops), t.y)
+        return None if b is None else CropBooster(b)
+    if model == "crop_net":
+        from neurorefiner.agents.learned.crop_net import fit_crop_net
+
+        return fit_crop_net(t.x, t.y, t.crops, epochs=epochs, seed=seed)
+    raise ValueError(f"unknown judge model {model!r}; known: {MODELS}")
+
+
+def predict(m: Any, t: CandidateTable) -> np.ndarray:
+    if m is None:
+        return np.full(len(t), 0.0)
+    if getattr(m, "uses_crops", False):
+        return m.predict(t.x, t.crops)
+    return m.predict(t.x)
+
+
+def inner_threshold(model: str, train: CandidateTable, min_precision: float, min_support: int = 10,
+                    seed: int = 0, epochs: int = 12) -> tuple[Any, float, np.ndarray, np.ndarray]:
+    """(model, threshold, inner held-out probabilities, their labels) from ``train`` alone (module docstring)."""
+    fams = train.families
+    if model == "crop_net":
+        groups = np.array(sorted(set(train.group.tolist())), dtype=object)
+        if len(groups) < 2:
+            return fit(model, train, seed, epochs), 1.1, np.zeros(0), np.zeros(0, int)
+        rng = np.random.default_rng(seed)
+        held = set(rng.choice(groups, size=max(1, len(groups) // 4), replace=False).tolist())
+        is_held = np.array([g in held for g in train.group])
+        m = fit(model, train.subset(~is_held), seed, epochs)
+        p = predict(m, train.subset(is_held))
+        y = train.y[is_held]
+        return m, best_threshold(p, y, min_precision, min_support), p, y
+    folds = fams if len(set(fams.tolist())) >= 2 else train.group  # one training dataset: its stacks
+    oof = np.full(len(train), float(train.y.mean()) if len(train) else 0.0)
+    for f in sorted(set(folds.tolist())):
+        sel = folds == f
+        m_f = fit(model, train.subset(~sel), seed) if (~sel).any() else None
+        if m_f is not None:
+            oof[sel] = predict(m_f, train.subset(sel))
+    m = fit(model, train, seed)
+    return m, best_threshold(oof, train.y, min_precision, min_support), oof, train.y
+
+

@@ -1,0 +1,54 @@
+"""The judge's data and its transfer: mine labelled candidates with their crops (``judge-mine``), score every
+judge model type leave one dataset out (``judge-transfer``), and measure how many gold-vetted breaks the
+candidate search reaches (``candidate-recall``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from neurorefiner.cli.common import friendly_errors, is_tty, writes
+
+DEFAULT_ROOT = Path("data/cache/judge_candidates")
+
+
+@friendly_errors
+@writes(root="folder")
+def judge_mine(dataset: str = typer.Option(..., "--dataset", help="registry name: diadem, synthetic_..."),
+               split: str = typer.Option("dev", "--split", help="dev / train / val (never test)"),
+               sources: str = typer.Option("unet3d,nnunet_style", "--sources",
+                                           help="comma-separated mask sources: segmenter names, or gold (a "
+                                                "synthetic volume's rendered gold mask, defect-cut copies only)"),
+               augment: int = typer.Option(2, "--augment", min=0, help="defect-cut copies of each mask"),
+               limit: int | None = typer.Option(None, "--limit", help="first N cases only"),
+               jobs: int = typer.Option(1, "--jobs", min=1, help="cases mined in parallel processes"),
+               root: Path = typer.Option(DEFAULT_ROOT, "--root", help="where the mined tables go")) -> None:
+    """Mine labelled candidates (features, gold label, image+mask crop) of a dataset split."""
+    from neurorefiner.agents.learned.mining import MineSettings, mine
+
+    files = mine(dataset, split, [s for s in sources.split(",") if s], root, MineSettings(augment=augment), limit,
+                 progress=is_tty(), jobs=jobs)
+    typer.echo(f"{len(files)} files under {root / dataset / split}")
+
+
+@friendly_errors
+@writes(out="folder")
+def judge_transfer(root: Path = typer.Option(DEFAULT_ROOT, "--root", help="mined candidates"),
+                   out: Path = typer.Option(Path("experiments/judge"), "--out", help="output folder"),
+                   kinds: str = typer.Option("join,remove,prune", "--kinds", help="comma-separated"),
+                   models: str = typer.Option("logistic,lgbm,crop_lgbm,crop_net", "--models", help="comma-separated"),
+                   epochs: int = typer.Option(12, "--epochs", min=1, help="the network's training epochs")) -> None:
+    """Every judge model type scored leave one dataset out."""
+    from neurorefiner.studies.judge_transfer import judge_transfer as run
+
+    command = (f"neurorefiner study judge-transfer --root {root} --out {out} --kinds {kinds} --models {models}"
+               + (f" --epochs {epochs}" if epochs != 12 else ""))
+    typer.echo(run(root, out, [k for k in kinds.split(",") if k], [m for m in models.split(",") if m], epochs,
+                   progress=is_tty(), command=command))
+
+
+def register(app: typer.Typer) -> None:
+    """Add this study's commands to the ``neurorefiner study`` sub-app."""
+    app.command("judge-mine", help=judge_mine.__doc__)(judge_mine)
+    app.command("judge-transfer", help=judge_transfer.__doc__)(judge_transfer)
