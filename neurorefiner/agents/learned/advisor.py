@@ -18,6 +18,10 @@ sentence is written by the writer that describes the training defects, on the vo
 A rejected try is followed by the next frame drawn for the same defect (a different crop, so a different
 sentence and a different view for the network); after ``frames`` draws there is nothing new to say and the
 Advisor gives up (the loop escalates).
+
+``placement="centred"`` keeps the Advisor as it was before: frames centred on each edit, the heuristic Advisor's
+wording (nearly every break then reads ``Repair break at center-center-center``); a comparison row, not a
+default.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from neurorefiner.agents.editor import frame_around
-from neurorefiner.agents.heuristic.advisor import HeuristicAdvisor
+from neurorefiner.agents.heuristic.advisor import HeuristicAdvisor, _position
 from neurorefiner.agents.heuristic.detect import DetectSettings
 from neurorefiner.agents.roles import Advice, Attempt, BlockContext, CallInfo, Defect, EditFrame, Flag, Step
 from neurorefiner.defects.describe import crop_start, describe_branch, describe_join, describe_piece
@@ -63,16 +67,19 @@ def placed_frames(centre: np.ndarray, size: Sequence[int], region_shape: Sequenc
 class LearnedAdvisor(HeuristicAdvisor):
     """One instruction of the grammar per judged candidate, in a frame placed as the editor's training crops
     are (module docstring). ``frames``: frames drawn per defect (tries before giving up); ``seed``: the draw's
-    seed (the same for a run and its resume)."""
+    seed (the same for a run and its resume); ``placement``: ``training`` (default) or ``centred`` (the frames
+    centred on each edit, as before; for comparison)."""
 
     name = "learned"
 
     def __init__(self, step_back: float = 6.0, detect: DetectSettings | None = None, frames: int = 3,
-                 seed: int = 0) -> None:
+                 seed: int = 0, placement: str = "training") -> None:
         super().__init__(step_back, detect)
         if frames < 1:
             raise ValueError(f"frames must be >= 1, got {frames}")
-        self.frames, self.seed = int(frames), int(seed)
+        if placement not in ("training", "centred"):
+            raise ValueError(f"placement must be 'training' or 'centred', got {placement!r}")
+        self.frames, self.seed, self.placement = int(frames), int(seed), placement
 
     def _key(self, defect: Defect) -> list[int]:
         return [_KIND_CODE.get(defect.kind, 0), *(int(v) for a in defect.anchors for v in a)]
@@ -80,9 +87,25 @@ class LearnedAdvisor(HeuristicAdvisor):
     def _frames(self, ctx: BlockContext, centre: np.ndarray, defect: Defect) -> list[EditFrame]:
         return placed_frames(centre, ctx.editor_size, ctx.mask.shape, self._key(defect), self.frames, self.seed)
 
+    def _centred(self, ctx: BlockContext, defect: Defect, anchors: np.ndarray) -> list[tuple[Instruction, EditFrame]]:
+        """The frames and wording before the frames were placed as training crops are (``placement="centred"``)."""
+        if defect.kind == "FN" and len(anchors) >= 2:
+            return self._break_candidates(ctx, anchors[0], anchors[1])
+        if defect.kind == ATTACHED and len(anchors) >= 2:
+            out = []
+            tip, junction = anchors[0], anchors[1]
+            for centre in ((tip + junction) / 2.0, junction + (tip - junction) * 0.25):
+                frame = frame_around(centre, ctx.editor_size, ctx.mask.shape)
+                a, b = _position(tip[None], frame), _position(junction[None], frame)
+                out.append((Instruction("remove", a, b) if a != b else Instruction("remove", a), frame))
+            return out
+        return self._noise_candidates(ctx, anchors[0])
+
     def candidates(self, ctx: BlockContext, defect: Defect) -> list[tuple[Instruction, EditFrame]]:
         """Every (instruction, frame) this Advisor would try for ``defect``, in order."""
         anchors = np.asarray(defect.anchors, dtype=float).reshape(-1, 3) - ctx.origin
+        if self.placement == "centred":
+            return self._centred(ctx, defect, anchors)
         out: list[tuple[Instruction, EditFrame]] = []
         if defect.kind == "FN" and len(anchors) >= 2:
             a, b = anchors[0], anchors[1]
