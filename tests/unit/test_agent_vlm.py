@@ -1,4 +1,4 @@
-"""The vlm roles against a real local HTTP server speaking the OpenAI chat API (stdlib, in a thread):
+"""The vlm roles against a real local HTTP server speaking the OpenAI chat API (the shipped fake server):
 good and malformed JSON, hallucinated block ids, timeouts, 500s, refused connections, a server
 without structured output; and the API key never reaching the trace."""
 
@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -21,70 +19,17 @@ from neurorefiner.agents.roles import BlockContext, Defect, Flag, GlobalView, St
 from neurorefiner.agents.trace import TraceWriter
 from neurorefiner.agents.vlm import AgentServerError, ChatClient, VLMAdvisor, VLMInspector, VLMValidator
 from neurorefiner.agents.vlm.parsing import AnswerParseError, parse_json
+from neurorefiner.agents.vlm.testing import Answer, FakeVLM, Hang, NoSchema, Status
 from neurorefiner.topology.blocks import grid_blocks
 
 KEY = "sk-test-very-secret-4242"
 
 
-class FakeServer:
-    """Answers each POST with the next scripted behaviour: ("json", text), ("status", code),
-    ("sleep", seconds), ("no-schema", text) = HTTP 400 when response_format is sent, else text."""
-
-    def __init__(self) -> None:
-        self.script: list[tuple[str, object]] = []
-        self.requests: list[dict] = []
-        self.headers: list[dict] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # type: ignore[no-untyped-def]
-                pass
-
-            def do_POST(self):  # type: ignore[no-untyped-def]
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                server.headers.append({"Authorization": self.headers.get("Authorization")})
-                kind, value = server.script.pop(0) if server.script else ("json", "{}")
-                if kind == "sleep":
-                    time.sleep(float(value))
-                    kind, value = "json", "{}"
-                if kind == "no-schema":
-                    if "response_format" in body:
-                        return self._send(400, {"error": {"message": "response_format not supported"}})
-                    kind = "json"
-                if kind == "status":
-                    return self._send(int(value), {"error": {"message": "boom"}})
-                self._send(200, {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
-                                 "choices": [{"index": 0, "finish_reason": "stop",
-                                              "message": {"role": "assistant", "content": value}}],
-                                 "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
-
-            def _send(self, code: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(code)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture()
-def server():  # type: ignore[no-untyped-def]
-    s = FakeServer()
-    yield s
-    s.close()
+def server() -> Iterator[FakeVLM]:
+    """The shipped fake server (neurorefiner.agents.vlm.testing); each test scripts the inspector's replies."""
+    with FakeVLM() as s:
+        yield s
 
 
 def client(url: str, **kw) -> ChatClient:  # type: ignore[no-untyped-def]
@@ -107,30 +52,31 @@ def view() -> GlobalView:
 
 
 def test_good_json_flags_blocks_with_images_and_tokens(server) -> None:
-    server.script = [("json", json.dumps({"flags": [{"block": 1, "error": "FN"}, {"block": 2, "error": "FP"}]}))]
+    server.add("inspector", Answer(json.dumps({"flags": [{"block": 1, "error": "FN"}, {"block": 2, "error": "FP"}]})))
     insp = VLMInspector(client(server.url)).inspect(view())
     assert {b: f.kind for b, f in insp.flags.items()} == {1: "FN", 2: "FP"}
-    assert insp.info.tokens["prompt"] == 11 and insp.info.prompt_id.startswith("inspector@")
-    sent = server.requests[0]
+    assert insp.info.tokens["prompt"] == len(server.seen[0].prompt) // 4 > 0     # the usage the server reported
+    assert insp.info.prompt_id.startswith("inspector@")
+    sent = server.seen[0].body
     assert sent["response_format"]["type"] == "json_schema"
     parts = sent["messages"][0]["content"]
     assert parts[0]["image_url"]["url"].startswith("data:image/png;base64,")
     assert "block 1:" in parts[-1]["text"]          # the Betti-0 table
-    assert server.headers[0]["Authorization"] == f"Bearer {KEY}"
+    assert server.seen[0].authorization == f"Bearer {KEY}"
 
 
 def test_malformed_json_is_read_tolerantly_or_asked_again(server) -> None:
-    server.script = [("json", "Sure! ```json\n{'flags': [{'block': 3, 'error': 'fn'},]}\n```")]
+    server.add("inspector", Answer("Sure! ```json\n{'flags': [{'block': 3, 'error': 'fn'},]}\n```"))
     assert {b: f.kind for b, f in VLMInspector(client(server.url)).inspect(view()).flags.items()} == {3: "FN"}
-    server.script = [("json", "I cannot tell."), ("json", '"0": "FP", "1": "FN"')]
+    server.add("inspector", Answer("I cannot tell."), Answer('"0": "FP", "1": "FN"'))
     insp = VLMInspector(client(server.url)).inspect(view())
     assert {b: f.kind for b, f in insp.flags.items()} == {0: "FP", 1: "FN"}
     assert any("unreadable" in n for n in insp.info.notes)
 
 
 def test_hallucinated_block_ids_and_types_are_dropped_and_noted(server) -> None:
-    server.script = [("json", json.dumps({"flags": [{"block": 99, "error": "FN"}, {"block": 1, "error": "GAP"},
-                                                    {"block": "x", "error": "FN"}, {"block": 2, "error": "FP"}]}))]
+    server.add("inspector", Answer(json.dumps({"flags": [{"block": 99, "error": "FN"}, {"block": 1, "error": "GAP"},
+                                                         {"block": "x", "error": "FN"}, {"block": 2, "error": "FP"}]})))
     insp = VLMInspector(client(server.url)).inspect(view())
     assert list(insp.flags) == [2]
     notes = " ".join(insp.info.notes)
@@ -138,17 +84,17 @@ def test_hallucinated_block_ids_and_types_are_dropped_and_noted(server) -> None:
 
 
 def test_500_is_retried_and_a_server_without_schemas_is_asked_plainly(server) -> None:
-    server.script = [("status", 500), ("json", '{"flags": []}')]
+    server.add("inspector", Status(500), Answer('{"flags": []}'))
     c = client(server.url)
     assert VLMInspector(c).inspect(view()).flags == {}
-    assert len(server.requests) == 2
-    server.script = [("no-schema", '{"flags": [{"block": 0, "error": "FP"}]}')] * 2
+    assert len(server.seen) == 2
+    server.add("inspector", *[NoSchema('{"flags": [{"block": 0, "error": "FP"}]}')] * 2)
     assert list(VLMInspector(c).inspect(view()).flags) == [0]
-    assert "response_format" not in server.requests[-1] and c.structured is False
+    assert not server.seen[-1].structured and c.structured is False
 
 
 def test_timeout_and_refused_connection_raise_a_clear_error(server) -> None:
-    server.script = [("sleep", 2.0), ("sleep", 2.0)]
+    server.add("inspector", Hang(2.0), Hang(2.0))
     with pytest.raises(AgentServerError, match="did not answer after 2 tries"):
         VLMInspector(client(server.url, timeout=0.3, max_retries=1)).inspect(view())
     with socket.socket() as s:
@@ -158,7 +104,7 @@ def test_timeout_and_refused_connection_raise_a_clear_error(server) -> None:
         VLMInspector(client(f"http://127.0.0.1:{port}/v1", max_retries=1)).inspect(view())
     assert KEY not in str(err.value)
     with pytest.raises(AgentServerError, match="HTTP 404"):
-        server.script = [("status", 404)]
+        server.add("inspector", Status(404))
         VLMInspector(client(server.url)).inspect(view())
 
 
@@ -180,21 +126,21 @@ def block_context() -> BlockContext:
 
 
 def test_advisor_instruction_is_moved_into_the_editor_frame(server) -> None:
-    server.script = [("json", json.dumps({"reasoning": "gap on the right", "instruction":
-                                          "Repair break at bottom-right-center"}))]
+    server.add("advisor", Answer(json.dumps({"reasoning": "gap on the right",
+                                             "instruction": "Repair break at bottom-right-center"})))
     ctx = block_context()
     advice = VLMAdvisor(client(server.url)).advise(ctx, Flag(0, "FN"), Defect("FN"), Step(0, 0, 0, 0), [])
     assert advice is not None and advice.instruction.op == "repair"
     # block 0 is y 0:32, x 0:32; its bottom-right cell (y 21:32, x 21:32) -> the frame centred there
     frame = advice.frame
     assert frame.window[1].start <= 26 < frame.window[1].stop and frame.window[2].start <= 26 < frame.window[2].stop
-    assert len(server.requests[0]["messages"][0]["content"]) == 5     # four pictures and the text
+    assert len(server.seen[0].body["messages"][0]["content"]) == 5     # four pictures and the text
 
 
 def test_advisor_outside_the_grammar_is_a_failed_try_that_keeps_the_answer(server) -> None:
     from neurorefiner.agents.roles import UnreadableAdvice
 
-    server.script = [("json", '{"instruction": "make it nicer"}')]
+    server.add("advisor", Answer('{"instruction": "make it nicer"}'))
     with pytest.raises(UnreadableAdvice) as err:
         VLMAdvisor(client(server.url)).advise(block_context(), Flag(0, "FN"), Defect("FN"), Step(0, 0, 0, 0), [])
     assert err.value.info.raw == '{"instruction": "make it nicer"}'      # verbatim, for the trace
@@ -209,7 +155,7 @@ def test_validator(server, answer: str, accept: bool) -> None:
     from neurorefiner.agents.roles import Advice, CallInfo
     from neurorefiner.topology.instructions import Instruction
 
-    server.script = [("json", answer)]
+    server.add("validator", Answer(answer))
     ctx = block_context()
     frame = frame_around((8, 16, 16), ctx.editor_size, ctx.mask.shape)
     advice = Advice(Instruction.parse("Repair break at center-center-center"), frame, CallInfo("t"))
@@ -225,7 +171,7 @@ def test_api_key_never_reaches_the_trace(server, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("NR_TEST_KEY", KEY)
     c = ChatClient("test-vl", server.url, api_key_env="NR_TEST_KEY", backoff=0.0)
     assert KEY not in repr(c)
-    server.script = [("json", json.dumps({"flags": [{"block": 0, "error": "FN"}], "echo": KEY}))]
+    server.add("inspector", Answer(json.dumps({"flags": [{"block": 0, "error": "FN"}], "echo": KEY})))
     agents = Agents(VLMInspector(c), HeuristicAdvisor(), HeuristicValidator())
     image, m = scene()
 

@@ -1,15 +1,12 @@
 """Every way a model server can fail ends the same way: retried, then the fallback role answers (with
-``agent.fallback=heuristic``) or one :class:`AgentServerError` line, never a traceback. A local fake
-OpenAI-compatible server (stdlib, in a thread, on 127.0.0.1 port 0) plays each fault: HTTP 500, a hang,
+``agent.fallback=heuristic``) or one :class:`AgentServerError` line, never a traceback. The shipped fake
+OpenAI-compatible server (neurorefiner.agents.vlm.testing, on 127.0.0.1 port 0) plays each fault: HTTP 500, a hang,
 a body that is not JSON, JSON that is not a chat completion, and an answer that breaks the role's schema."""
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -18,65 +15,23 @@ from neurorefiner.agents.fallback import WithFallback
 from neurorefiner.agents.heuristic import HeuristicInspector
 from neurorefiner.agents.roles import GlobalView
 from neurorefiner.agents.vlm import AgentServerError, ChatClient, VLMInspector
+from neurorefiner.agents.vlm.testing import Answer, Body, FakeVLM, Hang, Reply, Status
 from neurorefiner.topology.blocks import grid_blocks
 
-
-def completion(content: str) -> bytes:
-    """A well-formed chat-completion body around ``content``."""
-    return json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
-                       "choices": [{"index": 0, "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": content}}]}).encode()
-
-
-#: fault name -> (HTTP status, body, seconds to hang before answering)
-FAULTS: dict[str, tuple[int, bytes, float]] = {
-    "http_500": (500, b'{"error": {"message": "boom"}}', 0.0),
-    "hang": (200, completion('{"flags": []}'), 3.0),
-    "invalid_json": (200, b"<html>502 Bad Gateway from the proxy</html>", 0.0),
-    "wrong_json": (200, b'{"status": "ok", "result": [1, 2, 3]}', 0.0),
-    "schema_violation": (200, completion('{"flags": "block 3 looks broken"}'), 0.0),
+#: fault name -> the shipped fake server's reply to every request
+FAULTS: dict[str, Reply] = {
+    "http_500": Status(500, "boom"),
+    "hang": Hang(3.0),
+    "invalid_json": Body("<html>502 Bad Gateway from the proxy</html>"),
+    "wrong_json": Body('{"status": "ok", "result": [1, 2, 3]}'),
+    "schema_violation": Answer('{"flags": "block 3 looks broken"}'),
 }
 
 
-class FaultServer:
-    """Answers every POST with one fault; counts the requests."""
-
-    def __init__(self, status: int, body: bytes, hang: float) -> None:
-        self.requests = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers["Content-Length"]))
-                outer.requests += 1
-                time.sleep(hang)
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture(params=sorted(FAULTS))
-def faulty(request: pytest.FixtureRequest) -> Iterator[tuple[str, FaultServer]]:
-    server = FaultServer(*FAULTS[request.param])
-    yield request.param, server
-    server.close()
+def faulty(request: pytest.FixtureRequest) -> Iterator[tuple[str, FakeVLM]]:
+    with FakeVLM(always=FAULTS[request.param]) as server:
+        yield request.param, server
 
 
 def tiny_client(url: str) -> ChatClient:
@@ -92,17 +47,17 @@ def view() -> GlobalView:
     return GlobalView(0, np.where(m, 0.9, 0.05).astype(np.float32), m, grid_blocks(m.shape, 32))
 
 
-def test_each_fault_is_retried_then_one_clear_error(faulty: tuple[str, FaultServer]) -> None:
+def test_each_fault_is_retried_then_one_clear_error(faulty: tuple[str, FakeVLM]) -> None:
     name, server = faulty
     with pytest.raises(AgentServerError) as err:
         tiny_client(server.url).chat("hello", schema={"type": "object", "required": ["flags"],
                                                       "properties": {"flags": {"type": "array"}}})
-    assert server.requests == 2, name                      # one try and one retry
+    assert len(server.seen) == 2, name                     # one try and one retry
     message = str(err.value)
     assert "\n" not in message and "did not answer after 2 tries" in message and server.url in message
 
 
-def test_each_fault_falls_back_to_the_heuristic_role(faulty: tuple[str, FaultServer]) -> None:
+def test_each_fault_falls_back_to_the_heuristic_role(faulty: tuple[str, FakeVLM]) -> None:
     name, server = faulty
     role = WithFallback(VLMInspector(tiny_client(server.url)), HeuristicInspector())
     insp = role.inspect(view())
@@ -111,15 +66,12 @@ def test_each_fault_falls_back_to_the_heuristic_role(faulty: tuple[str, FaultSer
 
 
 def test_a_hung_server_costs_at_most_the_deadline() -> None:
-    server = FaultServer(200, completion("{}"), 5.0)
-    try:
+    with FakeVLM(always=Hang(5.0)) as server:
         c = ChatClient("test-vl", server.url, api_key="k", timeout=10.0, max_retries=5, backoff=0.0, deadline=1.0)
         t0 = time.perf_counter()
         with pytest.raises(AgentServerError, match="deadline"):
             c.chat("hello")
         assert time.perf_counter() - t0 < 2.5
-    finally:
-        server.close()
 
 
 def test_default_settings_detect_a_dead_server_within_a_minute() -> None:

@@ -63,7 +63,10 @@ class Body:
 
 @dataclass(frozen=True)
 class NoSchema:
-    """A server without structured output: HTTP 400 when ``response_format`` is sent, else the plausible answer."""
+    """A server without structured output: HTTP 400 when ``response_format`` is sent, else ``text`` (None: the
+    plausible answer)."""
+
+    text: str | None = None
 
 
 Reply = Answer | Status | Hang | Body | NoSchema
@@ -78,6 +81,7 @@ class Seen:
     images: int
     structured: bool
     body: dict = field(repr=False, default_factory=dict)
+    authorization: str | None = field(repr=False, default=None)  # the Authorization header (API-key tests)
 
 
 def role_of(body: Mapping[str, Any]) -> str:
@@ -205,7 +209,8 @@ class FakeVLM:
     def _answer(self, handler: BaseHTTPRequestHandler, body: dict) -> None:
         role, prompt = role_of(body), prompt_of(body)
         with self._lock:
-            self.seen.append(Seen(role, prompt, images_of(body), "response_format" in body, body))
+            self.seen.append(Seen(role, prompt, images_of(body), "response_format" in body, body,
+                                  handler.headers.get("Authorization")))
         reply = self._next(role)
         if isinstance(reply, Hang):
             time.sleep(reply.seconds)
@@ -214,7 +219,7 @@ class FakeVLM:
             if "response_format" in body:
                 self._send(handler, 400, {"error": {"message": "response_format is not supported"}})
                 return
-            reply = None
+            reply = None if reply.text is None else Answer(reply.text)
         if isinstance(reply, Status):
             self._send(handler, reply.code, {"error": {"message": reply.message, "code": reply.code}})
             return
