@@ -11,7 +11,7 @@ from omegaconf import DictConfig  # noqa: E402
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="refine")
 def main(cfg: DictConfig) -> None:
-    from neurorefiner.refinement_entry import run
+    from neurorefiner.refine.entry import run
 
     run(cfg)
 

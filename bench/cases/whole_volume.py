@@ -43,19 +43,12 @@ else:
 
 
 def _base() -> tuple[np.ndarray, np.ndarray, tuple]:
+    from neurorefiner.defects.damage import cut_and_speckle
     from neurorefiner.synth import render_volume
     from neurorefiner.synth.presets import preset_params
 
     image, label, _, spacing = render_volume(preset_params("synthetic_cwmbs_weak").replace(shape=BASE), 0)
-    rng = np.random.default_rng(0)
-    mask = label.copy()
-    fg = np.argwhere(label)
-    for z, y, x in fg[rng.choice(len(fg), size=min(BREAKS, len(fg)), replace=False)]:
-        mask[max(z - 2, 0):z + 3, max(y - 4, 0):y + 5, max(x - 4, 0):x + 5] = False
-    for _ in range(SPECKS):
-        z, y, x = (int(rng.integers(2, s - 3)) for s in BASE)
-        mask[z - 1:z + 2, y - 1:y + 2, x - 1:x + 2] = True
-    return image, mask, spacing
+    return image, cut_and_speckle(label, np.random.default_rng(0), BREAKS, SPECKS), spacing
 
 
 def _tiled(base: np.ndarray, shape: tuple[int, int, int]):  # type: ignore[no-untyped-def]
@@ -91,7 +84,7 @@ def _refine(arg: dict, name: str) -> None:
     from hydra import compose, initialize_config_dir
 
     from neurorefiner.paths import project_root
-    from neurorefiner.refinement_entry import run
+    from neurorefiner.refine.entry import run
 
     tmp = arg["tmp"]
     shutil.rmtree(tmp / f"{name}_out", ignore_errors=True)

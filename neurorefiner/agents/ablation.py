@@ -12,11 +12,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from neurorefiner.agents.editor import frame_around
-from neurorefiner.agents.roles import Advice, Attempt, BlockContext, CallInfo, Defect, Flag, Step, Verdict
+from neurorefiner.agents.roles import (
+    Advice,
+    Advisor,
+    Attempt,
+    BlockContext,
+    CallInfo,
+    Defect,
+    Flag,
+    Inspection,
+    Step,
+    Verdict,
+)
+from neurorefiner.topology.blocks import Block
 from neurorefiner.topology.instructions import Instruction, parse_instruction
 from neurorefiner.topology.positions import Position, cell_index
 
@@ -73,3 +86,51 @@ class InspectorOnlyAdvisor:
 
 def keep_everything(reason: str) -> Verdict:
     return Verdict(True, reason, CallInfo("none"))
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """What one ``roles`` value (Table 3) changes in the loop, in one place, so the loop itself reads the same
+    for every row: who writes the instruction (:meth:`advisor`), whether the Validator is asked
+    (:attr:`validates`), whether the Inspector is asked or every block is flagged (:attr:`inspects`,
+    :meth:`every_block`), whether the per-round cap applies and whether a round that changed nothing ends
+    the run (the no-agents row has no Inspector to say it converged)."""
+
+    roles: str = "full"
+    generic_instruction: str = "Repair break at center-center-center"
+
+    def __post_init__(self) -> None:
+        if self.roles not in ROLE_SETS:
+            raise ValueError(f"roles must be one of {ROLE_SETS}, got {self.roles!r}")
+
+    @property
+    def inspects(self) -> bool:
+        return self.roles != "none"
+
+    @property
+    def validates(self) -> bool:
+        return self.roles in ("full", "no_advisor")
+
+    @property
+    def capped(self) -> bool:
+        return self.roles != "none"
+
+    @property
+    def stops_when_unchanged(self) -> bool:
+        return self.roles == "none"
+
+    def advisor(self, configured: Advisor) -> Advisor:
+        """The configured Advisor, or the stand-in this row puts in its place."""
+        if self.roles == "none":
+            return GenericAdvisor(self.generic_instruction)
+        if self.roles in ("inspector_only", "no_advisor"):
+            return InspectorOnlyAdvisor()
+        return configured
+
+    def every_block(self, blocks: Sequence[Block], editor_size: Sequence[int]) -> Inspection:
+        """The no-agents row's inspection: every block flagged, one defect per editor-sized tile."""
+        flags = {}
+        for b in blocks:
+            ds = tuple(Defect("FN", (c,), 0, "every block, no agents") for c in tiles(b.slices, editor_size))
+            flags[b.id] = Flag(b.id, "FN", ds, "no agents: every block")
+        return Inspection(flags, CallInfo("none"))

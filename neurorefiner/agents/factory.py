@@ -3,6 +3,7 @@ fallback and a secret-free description for the trace."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from neurorefiner.agents.loop import Agents
@@ -18,16 +19,22 @@ def _heuristic(role: str) -> Any:
             "validator": heuristic.HeuristicValidator}[role]()
 
 
-def build_agents(agent_cfg: Any) -> tuple[Agents, list[str], dict]:
-    """(roles, secrets to keep out of the trace, description of the config without secrets)."""
+def build_agents(agent_cfg: Any, role_kwargs: Mapping[str, Mapping[str, Any]] | None = None
+                 ) -> tuple[Agents, list[str], dict]:
+    """(roles, secrets to keep out of the trace, description of the config without secrets). ``role_kwargs``:
+    per role, objects a config cannot hold that override its keys (a judge trained in the same process)."""
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
     client = instantiate(agent_cfg.client) if agent_cfg.get("client") is not None else None
     roles = {}
     for role in ROLES:
-        roles[role] = instantiate(agent_cfg[role], client=client) if client is not None else \
-            instantiate(agent_cfg[role])
+        kwargs = {"client": client} if client is not None else {}
+        extra = dict((role_kwargs or {}).get(role, {}))
+        if extra:  # passed to the built partial: Hydra would read a dataclass (a Judge) as config, not pass it on
+            roles[role] = instantiate(agent_cfg[role], _partial_=True, **kwargs)(**extra)
+        else:
+            roles[role] = instantiate(agent_cfg[role], **kwargs)
     fallback = agent_cfg.get("fallback")
     if fallback:
         if fallback != "heuristic":

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from neurorefiner.agents.ablation import ROLE_SETS, GenericAdvisor, InspectorOnlyAdvisor, keep_everything, tiles
+from neurorefiner.agents.ablation import ROLE_SETS, Ablation, keep_everything
 from neurorefiner.agents.editor import run_editor
 from neurorefiner.agents.roles import (
     Advice,
@@ -280,14 +280,6 @@ def block_key(ctx: BlockContext, flag: Flag) -> str:
         np.frombuffer(repr(flag.as_dict()).encode(), dtype=np.uint8))
 
 
-def _generic_inspection(blocks: list[Block], settings: LoopSettings) -> Inspection:
-    flags = {}
-    for b in blocks:
-        ds = tuple(Defect("FN", (c,), 0, "every block, no agents") for c in tiles(b.slices, settings.editor_size))
-        flags[b.id] = Flag(b.id, "FN", ds, "no agents: every block")
-    return Inspection(flags, CallInfo("none"))
-
-
 def _select(inspection: Inspection, given_up: set[str], cap: int | None) -> tuple[dict[int, list], int]:
     """Defects to work on this round, at most ``cap``, and how many wait: every block's breaks before any
     block's noise (a break costs a neurite's length, a speck a few voxels), each kind in the Inspector's
@@ -309,100 +301,132 @@ def _select(inspection: Inspection, given_up: set[str], cap: int | None) -> tupl
     return chosen, len(ranked) - len(taken)
 
 
+@dataclass
+class _Tally:
+    """What the rounds add up to: seconds per role, counts, escalated defects per block, defects given up."""
+
+    seconds: dict = field(default_factory=lambda: {"inspector": 0.0, "advisor": 0.0, "editor": 0.0, "validator": 0.0})
+    counts: dict = field(default_factory=lambda: {"accepted": 0, "rejected": 0, "escalated": 0, "reused_blocks": 0})
+    escalated: dict[int, list[dict]] = field(default_factory=dict)
+    given_up: set[str] = field(default_factory=set)
+
+    def add(self, t: int, outcomes: list[BlockOutcome]) -> None:
+        """One round's block outcomes: a fixed defect leaves the escalations, an unfixed one is given up and
+        escalated (once, with the round it was last tried in)."""
+        for o in outcomes:
+            if o.seconds.get("reused"):
+                self.counts["reused_blocks"] += 1
+            for role in ("advisor", "editor", "validator"):
+                self.seconds[role] += float(o.seconds.get(role, 0.0))
+            for st in o.statuses:
+                self.counts["rejected"] += max(0, st["attempts"] - (st["status"] == "fixed"))
+                others = [e for e in self.escalated.get(o.block, []) if e["key"] != st["key"]]
+                if st["status"] == "fixed":
+                    self.counts["accepted"] += 1
+                    self.escalated[o.block] = others
+                else:
+                    self.given_up.add(st["key"])
+                    self.escalated[o.block] = others + [{**st, "round": t}]
+        self.escalated = {b: v for b, v in self.escalated.items() if v}
+
+    def result(self, mask: np.ndarray, rounds: list[dict], converged: bool) -> LoopResult:
+        self.counts["escalated"] = sum(len(v) for v in self.escalated.values())
+        return LoopResult(mask, rounds, self.escalated, {k: round(v, 3) for k, v in self.seconds.items()}, converged,
+                          self.counts)
+
+
+def _inspect(t: int, view: GlobalView, inspector: Inspector, ablation: Ablation, editor_size: tuple[int, ...],
+             prior: PriorRun, emit: Emit, tally: _Tally) -> Inspection:
+    """Round ``t``'s inspection: taken from the earlier trace when it holds this round of this mask, else asked
+    of the Inspector (or every block, for the no-agents row) and recorded."""
+    mask_hash = array_hash(view.mask)
+    inspection = prior.inspection(t, mask_hash)
+    if inspection is not None:
+        return inspection
+    if ablation.inspects:
+        inspection = _guarded(emit, None, t, None, "inspector", mask_hash, inspector.inspect, view)
+    else:
+        inspection = ablation.every_block(view.blocks, editor_size)
+    tally.seconds["inspector"] += inspection.info.seconds
+    emit(_decision(None, t, None, "inspector", inspection.info, inspection.as_dict(), mask_hash))
+    return inspection
+
+
+def _work_round(t: int, image: np.ndarray, current: np.ndarray, blocks: list[Block], inspection: Inspection,
+                chosen: dict[int, list], agents: Agents, editor: Editor, s: LoopSettings, validate: bool,
+                spacing: tuple[float, float, float], prior: PriorRun, emit: Emit, progress: bool
+                ) -> list[BlockOutcome]:
+    """Every chosen block's work on the round's mask (``current`` is read, never written), in threads when
+    ``concurrency`` > 1; a block whose inputs match a finished block of the earlier trace is taken from it."""
+    from tqdm import tqdm
+
+    by_id = {b.id: b for b in blocks}
+
+    def work(bid: int) -> BlockOutcome:
+        block = by_id[bid]
+        region = expand(block.slices, (s.halo if s.block_depth else 0, s.halo, s.halo), current.shape)
+        ctx = BlockContext(t, block, region, image[region], current[region].copy(), s.editor_size, spacing)
+        flag = inspection.flags[bid]
+        key = block_key(ctx, flag)
+        done = prior.block(t, bid, key)
+        if done is not None:
+            done.seconds = {**done.seconds, "reused": True}
+            return done
+        out = refine_block(ctx, flag, chosen[bid], agents, editor, s.t_max, validate, emit, key)
+        emit({"type": "block_done", "round": t, "block": bid, "input_hash": key, "outcome": out.as_dict()})
+        return out
+
+    ids = sorted(chosen)
+    bar = tqdm(total=len(ids), desc=f"round {t + 1}/{s.t_max}", unit="block", disable=not progress, leave=False)
+    outcomes: list[BlockOutcome] = []
+    if s.concurrency > 1 and len(ids) > 1:
+        with ThreadPoolExecutor(max_workers=s.concurrency) as pool:
+            for o in pool.map(work, ids):
+                outcomes.append(o)
+                bar.update()
+    else:
+        for bid in ids:
+            outcomes.append(work(bid))
+            bar.update()
+    bar.close()
+    return outcomes
+
+
 def run_loop(image: np.ndarray, mask: np.ndarray, agents: Agents, editor: Editor, settings: LoopSettings,
              spacing: tuple[float, float, float] = (1.0, 1.0, 1.0), emit: Emit | None = None,
              prior: PriorRun | None = None, progress: bool = False) -> LoopResult:
-    """Refine ``mask`` (ZYX bool) against ``image`` (ZYX float32 in [0, 1]); see the module docstring."""
-    from tqdm import tqdm
-
+    """Refine ``mask`` (ZYX bool) against ``image`` (ZYX float32 in [0, 1]); see the module docstring. What the
+    Table 3 rows switch off is :class:`~neurorefiner.agents.ablation.Ablation`'s business, not this function's."""
     emit = emit or (lambda rec: None)
     prior = prior or PriorRun([])
     s = settings
+    ablation = Ablation(s.roles, s.generic_instruction)
     current = np.asarray(mask, dtype=bool).copy()
     image = np.asarray(image, dtype=np.float32)
     blocks = grid_blocks(current.shape, s.block_size, s.block_depth)
-    by_id = {b.id: b for b in blocks}
-    advisor: Advisor = agents.advisor
-    if s.roles == "none":
-        advisor = GenericAdvisor(s.generic_instruction)
-    elif s.roles in ("inspector_only", "no_advisor"):
-        advisor = InspectorOnlyAdvisor()
-    run_agents = Agents(agents.inspector, advisor, agents.validator)
-    validate = s.roles in ("full", "no_advisor")
-    given_up: set[str] = set()
-    escalated: dict[int, list[dict]] = {}
+    run_agents = Agents(agents.inspector, ablation.advisor(agents.advisor), agents.validator)
+    tally = _Tally()
     rounds: list[dict] = []
-    seconds = {"inspector": 0.0, "advisor": 0.0, "editor": 0.0, "validator": 0.0}
-    counts = {"accepted": 0, "rejected": 0, "escalated": 0, "reused_blocks": 0}
     converged = False
     for t in range(s.t_max):
-        mask_hash = array_hash(current)
-        inspection = prior.inspection(t, mask_hash)
-        if inspection is None:
-            if s.roles == "none":
-                inspection = _generic_inspection(blocks, s)
-            else:
-                view = GlobalView(t, image, current, blocks, spacing, s.inspector_inputs)
-                inspection = _guarded(emit, None, t, None, "inspector", mask_hash, agents.inspector.inspect, view)
-            seconds["inspector"] += inspection.info.seconds
-            emit(_decision(None, t, None, "inspector", inspection.info, inspection.as_dict(), mask_hash))
-        chosen, waiting = _select(inspection, set() if s.retry_failed else given_up,
-                                  None if s.roles == "none" else s.max_defects_per_round)
+        view = GlobalView(t, image, current, blocks, spacing, s.inspector_inputs)
+        inspection = _inspect(t, view, agents.inspector, ablation, s.editor_size, prior, emit, tally)
+        chosen, waiting = _select(inspection, set() if s.retry_failed else tally.given_up,
+                                  s.max_defects_per_round if ablation.capped else None)
         if not chosen:
             converged = True
             rounds.append({"round": t, "flagged": 0, "changed": 0, "waiting": waiting})
-            emit({"type": "round_done", "round": t, "flagged": 0, "converged": True, "mask_hash": mask_hash})
+            emit({"type": "round_done", "round": t, "flagged": 0, "converged": True, "mask_hash": array_hash(current)})
             break
-
-        def work(bid: int, t: int = t, inspection: Inspection = inspection, chosen: dict = chosen) -> BlockOutcome:
-            block = by_id[bid]
-            region = expand(block.slices, (s.halo if s.block_depth else 0, s.halo, s.halo), current.shape)
-            ctx = BlockContext(t, block, region, image[region], current[region].copy(), s.editor_size, spacing)
-            flag = inspection.flags[bid]
-            key = block_key(ctx, flag)
-            done = prior.block(t, bid, key)
-            if done is not None:
-                done.seconds = {**done.seconds, "reused": True}
-                return done
-            out = refine_block(ctx, flag, chosen[bid], run_agents, editor, s.t_max, validate, emit, key)
-            emit({"type": "block_done", "round": t, "block": bid, "input_hash": key, "outcome": out.as_dict()})
-            return out
-
-        ids = sorted(chosen)
-        bar = tqdm(total=len(ids), desc=f"round {t + 1}/{s.t_max}", unit="block", disable=not progress, leave=False)
-        outcomes: list[BlockOutcome] = []
-        if s.concurrency > 1 and len(ids) > 1:
-            with ThreadPoolExecutor(max_workers=s.concurrency) as pool:
-                for o in pool.map(work, ids):
-                    outcomes.append(o)
-                    bar.update()
-        else:
-            for bid in ids:
-                outcomes.append(work(bid))
-                bar.update()
-        bar.close()
+        outcomes = _work_round(t, image, current, blocks, inspection, chosen, run_agents, editor, s,
+                               ablation.validates, spacing, prior, emit, progress)
         changed = merge(current, outcomes)
-        for o in outcomes:
-            if o.seconds.get("reused"):
-                counts["reused_blocks"] += 1
-            for role in ("advisor", "editor", "validator"):
-                seconds[role] += float(o.seconds.get(role, 0.0))
-            for st in o.statuses:
-                counts["rejected"] += max(0, st["attempts"] - (st["status"] == "fixed"))
-                if st["status"] == "fixed":
-                    counts["accepted"] += 1
-                    escalated[o.block] = [e for e in escalated.get(o.block, []) if e["key"] != st["key"]]
-                else:
-                    given_up.add(st["key"])
-                    kept = [e for e in escalated.get(o.block, []) if e["key"] != st["key"]]
-                    escalated[o.block] = kept + [{**st, "round": t}]
-        escalated = {b: v for b, v in escalated.items() if v}
-        summary = {"round": t, "flagged": len(ids), "defects": sum(len(v) for v in chosen.values()),
+        tally.add(t, outcomes)
+        summary = {"round": t, "flagged": len(chosen), "defects": sum(len(v) for v in chosen.values()),
                    "waiting": waiting, "changed": changed,
                    "fixed": sum(st["status"] == "fixed" for o in outcomes for st in o.statuses)}
         rounds.append(summary)
         emit({"type": "round_done", **summary, "mask_hash": array_hash(current)})
-        if s.roles == "none" and changed == 0:
+        if ablation.stops_when_unchanged and changed == 0:
             break
-    counts["escalated"] = sum(len(v) for v in escalated.values())
-    return LoopResult(current, rounds, escalated, {k: round(v, 3) for k, v in seconds.items()}, converged, counts)
+    return tally.result(current, rounds, converged)

@@ -3,8 +3,9 @@
 1. A crop of a real DIADEM test stack (held out from every training and tuning step) and its gold tree.
 2. The shipped 3D U-Net segments it (threshold only, every component kept: the breaks and specks are what
    refinement is for).
-3. NeuroRefiner refines the mask: the heuristic Inspector, Advisor and Validator (Algorithm 1) with the shipped
-   TopoRefineNet editor; the refined mask (TIFF), its APP2 reconstruction (SWC), the decision trace (JSONL)
+3. NeuroRefiner refines the mask: the Inspector, Advisor and Validator (Algorithm 1) of refine.py's default
+   roles (``agent=learned``: candidates scored by the judge trained on gold) with the shipped TopoRefineNet
+   editor; the refined mask (TIFF), its APP2 reconstruction (SWC), the decision trace (JSONL)
    and ``report.html`` are written by the same code as ``python refine.py``.
 4. Both masks are traced with APP2 seeded at the gold root (the DIADEM protocol) and scored against the gold
    tree; the before/after table is printed.
@@ -62,17 +63,22 @@ def refine_cfg(image: Path, mask: Path, out: Path, spacing: tuple[float, ...], e
         return compose(config_name="refine", overrides=overrides)
 
 
+def method_label(cfg: Any) -> str:
+    """The refined row's name in the printed table, from the roles the run used (``cfg.agent.backend``)."""
+    return f"NeuroRefiner ({cfg.agent.backend} agents)"
+
+
 def main(out_dir: Path | None = None, case_name: str = CASE, crop: tuple[slice, ...] = CROP) -> int:
     import torch
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
-    from neurorefiner.agents.run import refine_volume
     from neurorefiner.data import get_dataset
     from neurorefiner.evaluation.tables import markdown_table
     from neurorefiner.inference.init_masks import shipped_checkpoint
     from neurorefiner.inference.segmenter import load_segmenter, recorded_postprocess, segment_array
     from neurorefiner.io import read_mask, read_volume, write_swc, write_volume
+    from neurorefiner.refine.local import refine_volume
     from neurorefiner.tracing.seeding import marker_nearest_root
 
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
@@ -102,7 +108,7 @@ def main(out_dir: Path | None = None, case_name: str = CASE, crop: tuple[slice, 
     tracer = instantiate(cfg.tracing)  # the project's APP2 and metric settings, as evaluate.py uses them
     scorer = instantiate(OmegaConf.load(conf_dir() / "metrics" / "default.yaml"))
     rows = []
-    for name, m in (("3D U-Net (initial)", mask), ("NeuroRefiner (heuristic agents)", refined)):
+    for name, m in (("3D U-Net (initial)", mask), (method_label(cfg), refined)):
         tree = tracer(m, spacing, marker=marker_nearest_root(m, gold, spacing))
         stem = "unet3d_mask" if name.startswith("3D") else "refined_mask"
         swc = write_swc(out / f"{stem}_root_seeded.swc", tree,

@@ -14,14 +14,16 @@ def inspect(image: Path = typer.Argument(..., help="image stack"),
             mask: Path = typer.Argument(..., help="mask to inspect"),
             block_size: int = typer.Option(128, "--block-size", help="xy size of the Inspector's blocks"),
             all_blocks: bool = typer.Option(False, "--all", help="list every non-empty block, not only flagged ones"),
-            agent: str = typer.Option("heuristic", "--agent", help="roles config under conf/agent (heuristic, vlm)"),
+            agent: str = typer.Option("learned", "--agent",
+                                      help="roles config under conf/agent: learned (the default, as refine.py), "
+                                           "heuristic, vlm"),
             ) -> None:
     """One line per block: id, xy extent, Betti-0 (26-connected components of its 3D region), verdict and
     the defects behind it. Nothing is edited."""
     import numpy as np
 
-    from neurorefiner.agents.inspect import inspect_volume
     from neurorefiner.io import check_same_shape, read_mask, read_volume
+    from neurorefiner.refine.inspect import inspect_volume
 
     img = read_volume(image)
     msk = read_mask(mask)

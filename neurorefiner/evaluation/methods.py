@@ -62,8 +62,9 @@ class Classical:
 
 
 class NeuroRefiner:
-    """The agent loop (Algorithm 1) with the configured roles and the editor, one volume per call, assembled
-    by :func:`neurorefiner.agents.build.build_loop` as ``refine.py`` assembles it (one trace format).
+    """The agent loop (Algorithm 1) with the configured roles and the editor, one volume per call: one
+    :class:`neurorefiner.refine.run.RefineRun` built as ``refine.py`` builds it (one trace format), at each
+    case's spacing (the dataset's known voxel size, recorded in the trace header).
 
     ``agent``: the ``agent`` config node (heuristic, vlm, replay, any backend); ``loop``: :class:`LoopSettings`
     fields (``conf/loop/default.yaml``; ``roles`` and ``inspector_inputs`` are the Table 3 and Table 5
@@ -79,13 +80,13 @@ class NeuroRefiner:
 
     def __init__(self, agent: Any, loop: Any = None, editor: Any = None, t_max: int = 5,
                  agent_overrides: Any = None, trace_dir: str | None = None, editor_overrides: Any = None) -> None:
-        from neurorefiner.agents.loop import LoopSettings
+        from neurorefiner.refine.run import loop_settings
 
         self.agent_cfg = OmegaConf.to_container(OmegaConf.merge(_plain(agent), _plain(agent_overrides or {})),
                                                 resolve=True)
         self.loop_cfg = _plain(loop or {})
         self.t_max = int(t_max)
-        self.settings = LoopSettings(t_max=self.t_max, **self.loop_cfg)   # bad settings fail here, not per volume
+        self.settings = loop_settings(self.t_max, self.loop_cfg)   # bad settings fail here, not per volume
         self.editor_cfg = OmegaConf.to_container(OmegaConf.merge(_plain(editor or {}), _plain(editor_overrides or {})),
                                                  resolve=True)
         self.trace_dir = trace_dir
@@ -93,9 +94,10 @@ class NeuroRefiner:
         self._editor: Any = None
 
     def __call__(self, image: np.ndarray, mask: np.ndarray, case: Any, spacing: Any = (1.0, 1.0, 1.0)) -> np.ndarray:
-        from neurorefiner.agents.build import build_loop
+        from neurorefiner.refine.run import RefineRun
 
-        loop = build_loop(self.agent_cfg, self.loop_cfg, self.editor_cfg, self.t_max, editor=self._editor)
+        loop = RefineRun.build(self.agent_cfg, self.loop_cfg, self.editor_cfg, self.t_max,
+                               editor_object=self._editor).with_spacing(spacing, "the dataset's voxel size")
         self._editor = loop.editor
         m = np.asarray(mask, dtype=bool)
         t0 = time.perf_counter()
@@ -107,7 +109,7 @@ class NeuroRefiner:
             path = Path(self.trace_dir) / f"{getattr(case, 'name', 'volume')}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.unlink(missing_ok=True)
-        result = loop.run(image, m, spacing, path, {"case": getattr(case, "name", None)})
+        result = loop.run(image, m, path, {"case": getattr(case, "name", None)})
         c = result.counts
         self.last_info = {"edits_accepted": c["accepted"], "edits_rejected": c["rejected"],
                           "edits_escalated": c["escalated"], "rounds": len(result.rounds),

@@ -12,7 +12,7 @@ import numpy as np
 from neurorefiner.errors import InputError
 from neurorefiner.io import v3d
 from neurorefiner.io.atomic import atomic_path
-from neurorefiner.io.volume import DEFAULT_SPACING, Spacing, Volume, select_3d
+from neurorefiner.io.volume import DEFAULT_SPACING, Spacing, Volume, select_3d, unit_to_um
 
 Reader = Callable[..., Volume]
 Writer = Callable[[Path, np.ndarray, Spacing], Path]
@@ -27,35 +27,58 @@ def _suffix(path: Path) -> str:
 
 
 # ----------------------------------------------------------------------------------------- TIFF
-def _tiff_spacing(tif) -> Spacing:
-    """Spacing from OME metadata, else ImageJ metadata ('spacing' for z, resolution tags for x/y)."""
-    z, y, x = DEFAULT_SPACING
-    if tif.is_ome and tif.ome_metadata:
-        import xml.etree.ElementTree as ET
+def _tiff_calibration(tif, path: Path) -> tuple[Spacing, str | None, str | None]:
+    """(spacing z, y, x in um, where it came from, a note on a partial calibration) from the file's metadata,
+    read with tifffile's own parsers: OME-XML ``Pixels`` PhysicalSizeX/Y/Z and their units
+    (:func:`tifffile.xml2dict`), else ImageJ's description (``unit``, ``spacing`` for z) with the
+    XResolution/YResolution tags (pixels per unit, :attr:`TiffPage.resolution`), else the TIFF resolution
+    unit (inch, cm) for x and y. Without a full x, y, z calibration the spacing is the placeholder and the
+    source None: a file with no voxel size is never read as 1 um silently."""
+    import tifffile
 
-        root = ET.fromstring(tif.ome_metadata)
-        for el in root.iter():
-            if el.tag.endswith("Pixels"):
-                x = float(el.get("PhysicalSizeX", x))
-                y = float(el.get("PhysicalSizeY", y))
-                z = float(el.get("PhysicalSizeZ", z))
-                return (z, y, x)
+    if tif.is_ome and tif.ome_metadata:
+        try:
+            pixels = _ome_pixels(tifffile.xml2dict(tif.ome_metadata))
+        except Exception:  # noqa: BLE001 - unreadable OME-XML: fall back to the TIFF tags, as Fiji does
+            pixels = {}
+        sizes = {}
+        for axis in "ZYX":
+            value = pixels.get(f"PhysicalSize{axis}")
+            if value is not None:
+                factor = unit_to_um(pixels.get(f"PhysicalSize{axis}Unit", "\u00b5m"), str(path))
+                sizes[axis] = float(value) * (1.0 if factor is None else factor)
+        if len(sizes) == 3:
+            return (sizes["Z"], sizes["Y"], sizes["X"]), "OME-XML PhysicalSizeX/Y/Z", None
+        if sizes:
+            return DEFAULT_SPACING, None, f"its OME-XML gives only PhysicalSize{'/'.join(sorted(sizes))}"
     page = tif.pages[0]
+    xres, yres = (float(v) for v in page.resolution)   # pixels per resolution unit
+    has_res = xres > 0 and yres > 0 and (xres, yres) != (1.0, 1.0)
     ij = tif.imagej_metadata or {}
-    if "spacing" in ij:
-        z = float(ij["spacing"])
-    for tag_name, axis in (("XResolution", "x"), ("YResolution", "y")):
-        tag = page.tags.get(tag_name)
-        if tag is None:
-            continue
-        num, den = tag.value
-        if num > 0 and den > 0 and not (num == 1 and den == 1 and not ij):
-            value = den / num
-            if axis == "x":
-                x = value
-            else:
-                y = value
-    return (z, y, x)
+    if tif.is_imagej:
+        factor = unit_to_um(ij.get("unit"), str(path))
+        if factor is not None or has_res:
+            f = 1.0 if factor is None else factor
+            how = "ImageJ metadata" + ("" if factor is not None else " (no unit; read as um)")
+            x = f / xres if xres > 0 else f
+            y = f / yres if yres > 0 else f
+            return (float(ij.get("spacing", 1.0)) * f, y, x), how, None
+        if "spacing" in ij:
+            return DEFAULT_SPACING, None, "its ImageJ metadata gives a z spacing but no unit or pixel size"
+        return DEFAULT_SPACING, None, None
+    unit = {2: 25400.0, 3: 1e4, 4: 1e3, 5: 1.0}.get(int(page.resolutionunit))  # inch, cm, mm, um
+    if unit is not None and has_res:
+        return DEFAULT_SPACING, None, (f"its resolution tags give x, y = {unit / xres:.4g}, {unit / yres:.4g} um "
+                                       "but nothing gives z")
+    return DEFAULT_SPACING, None, None
+
+
+def _ome_pixels(tree: dict) -> dict:
+    """The first image's ``Pixels`` attributes of an OME-XML document parsed by :func:`tifffile.xml2dict`."""
+    image = tree.get("OME", {}).get("Image", {})
+    if isinstance(image, list):
+        image = image[0] if image else {}
+    return image.get("Pixels", {}) if isinstance(image, dict) else {}
 
 
 def available_memory() -> int:
@@ -89,14 +112,17 @@ def read_tiff(path: Path, channel: int = 0, lazy: bool = False) -> Volume:
             axes = series.axes
             check_fits_in_memory(tuple(series.shape), series.dtype, path)  # from the header, nothing decoded
             data = series.asarray()
-            spacing = _tiff_spacing(tif)
+            spacing, calibration, note = _tiff_calibration(tif, path)
+    except InputError:
+        raise
     except (tifffile.TiffFileError, ValueError, EOFError, OSError, IndexError) as exc:
         raise InputError(f"not a readable TIFF (corrupt or truncated?): {exc}", path) from exc
     axes = axes.replace("I", "Z").replace("Q", "Z")
     if data.ndim == 3 and set(axes) - set("ZYX"):
         axes = "ZYX"  # unnamed third axis of a plain multipage TIFF: slices
     data = select_3d(data, axes, str(path), channel)
-    return Volume(np.ascontiguousarray(data), spacing, str(path))
+    return Volume(np.ascontiguousarray(data), spacing, str(path), {"calibration_note": note} if note else {},
+                  calibration)
 
 
 def write_tiff(path: Path, data: np.ndarray, spacing: Spacing) -> Path:
@@ -115,7 +141,8 @@ def write_tiff(path: Path, data: np.ndarray, spacing: Spacing) -> Path:
 # ----------------------------------------------------------------------------------------- Vaa3D
 def read_v3draw(path: Path, channel: int = 0, lazy: bool = False) -> Volume:
     data = v3d.read_v3d(path)  # C, Z, Y, X
-    return Volume(select_3d(data, "CZYX", str(path), channel), DEFAULT_SPACING, str(path))
+    return Volume(select_3d(data, "CZYX", str(path), channel), DEFAULT_SPACING, str(path),
+                  calibration=None)  # the format holds no voxel size
 
 
 def write_v3draw(path: Path, data: np.ndarray, spacing: Spacing) -> Path:
@@ -132,39 +159,20 @@ def _open_zarr(path: Path):
 
 
 def read_zarr(path: Path, channel: int = 0, lazy: bool = True) -> Volume:
-    """Plain zarr array, or OME-Zarr (NGFF multiscales: level 0 and its scale transform). Lazy by default."""
-    import zarr
+    """Plain zarr array, or OME-Zarr (NGFF multiscales: level 0 and its scale transform, in um). Lazy by default."""
+    from neurorefiner.io.ome_zarr import level0
 
-    node = _open_zarr(path)
-    spacing = DEFAULT_SPACING
-    axes = "ZYX"
-    if isinstance(node, zarr.Group):
-        attrs = dict(node.attrs)
-        ms = attrs.get("multiscales") or attrs.get("ome", {}).get("multiscales")
-        if not ms:
-            raise InputError("zarr group without OME 'multiscales' metadata; point at the array instead", path)
-        ms0 = ms[0]
-        ds0 = ms0["datasets"][0]
-        arr = node[ds0["path"]]
-        names = [a["name"] if isinstance(a, dict) else a for a in ms0.get("axes", [])] or list("zyx")[-arr.ndim:]
-        axes = "".join(n[0].upper() for n in names)
-        scale = [1.0] * arr.ndim
-        for tr in ds0.get("coordinateTransformations", []):
-            if tr.get("type") == "scale":
-                scale = tr["scale"]
-        sp = {a: float(s) for a, s in zip(axes, scale)}
-        spacing = (sp.get("Z", 1.0), sp.get("Y", 1.0), sp.get("X", 1.0))
+    arr, array_path, names, scale, calibration = level0(_open_zarr(path), path)
+    if not array_path and arr.ndim != 3:  # a plain array: leading axes read as channel (and time)
+        axes = "CZYX"[-arr.ndim:] if arr.ndim <= 4 else "TCZYX"
     else:
-        arr = node
-        sp = arr.attrs.get("spacing")
-        if sp is not None:
-            spacing = tuple(float(s) for s in sp)  # type: ignore[assignment]
-        if arr.ndim != 3:
-            axes = "CZYX"[-arr.ndim:] if arr.ndim <= 4 else "TCZYX"
+        axes = "".join(n[0].upper() for n in names)
+    spacing = tuple(scale[-3:]) if calibration else DEFAULT_SPACING
     if axes == "ZYX" and lazy:
-        return Volume(arr, spacing, str(path))
+        return Volume(arr, spacing, str(path), calibration=calibration)  # type: ignore[arg-type]
     data = np.asarray(arr[...])
-    return Volume(select_3d(data, axes, str(path), channel), spacing, str(path))
+    return Volume(select_3d(data, axes, str(path), channel), spacing, str(path),  # type: ignore[arg-type]
+                  calibration=calibration)
 
 
 def write_zarr(path: Path, data: np.ndarray, spacing: Spacing) -> Path:
@@ -203,11 +211,12 @@ def read_npy(path: Path, channel: int = 0, lazy: bool = False) -> Volume:
     except ValueError as exc:
         raise InputError(f"not a readable .npy file: {exc}", path) from exc
     side = path.with_suffix(".json")
-    spacing = DEFAULT_SPACING
-    if side.exists():
-        spacing = tuple(json.loads(side.read_text()).get("spacing", spacing))  # type: ignore[assignment]
+    spacing, calibration = DEFAULT_SPACING, None
+    if side.exists() and "spacing" in json.loads(side.read_text()):
+        spacing = tuple(json.loads(side.read_text())["spacing"])  # type: ignore[assignment]
+        calibration = f"'spacing' of {side.name}"
     axes = {3: "ZYX", 4: "CZYX", 2: "YX"}.get(data.ndim, "TCZYX"[-data.ndim:])
-    return Volume(select_3d(np.asarray(data), axes, str(path), channel), spacing, str(path))
+    return Volume(select_3d(np.asarray(data), axes, str(path), channel), spacing, str(path), calibration=calibration)
 
 
 def write_npy(path: Path, data: np.ndarray, spacing: Spacing) -> Path:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from neurorefiner.errors import InputError
-from neurorefiner.io.volume import Spacing, check_spacing
+from neurorefiner.io.volume import Spacing, check_spacing, unit_to_um
 
 Slices = tuple[slice, slice, slice]
 OME_SUFFIXES = (".zarr", ".ome.zarr")
@@ -47,6 +47,8 @@ class ZarrSource:
     shape: tuple[int, int, int]
     dtype: str
     lead: tuple[int, ...] = ()
+    spacing: tuple[float, float, float] = (1.0, 1.0, 1.0)   # z, y, x in um
+    calibration: str | None = None   # where the spacing came from; None: the store gives no voxel size
 
     def open(self) -> Any:
         import zarr
@@ -75,8 +77,48 @@ class ZarrSource:
         return arr[self.lead] if self.lead else arr
 
 
+def level0(node: Any, path: str | Path) -> tuple[Any, str, list[str], list[float], str | None]:
+    """(array, its path in the store, axis names lower-case, scale per axis in um for space axes, where the scale
+    came from or None) of an opened Zarr node: an OME-Zarr group's first multiscales level with its ``scale``
+    transform and axis units (NGFF; no unit is read as um, and the source says so), or a plain array with a
+    ``spacing`` attribute. A node with neither gives scale 1 and source None (no voxel size in the store)."""
+    import zarr
+
+    if isinstance(node, zarr.Group):
+        attrs = dict(node.attrs)
+        ms = attrs.get("multiscales") or attrs.get("ome", {}).get("multiscales")
+        if not ms:
+            raise InputError("a Zarr group without OME-NGFF 'multiscales' metadata (not an OME-Zarr image; point at "
+                             "the array instead)", path)
+        ds0 = ms[0]["datasets"][0]
+        try:
+            arr = node[ds0["path"]]
+        except KeyError:
+            raise InputError(f"its multiscales name level {ds0['path']!r}, which the store does not hold",
+                             path) from None
+        axes = ms[0].get("axes") or ["z", "y", "x"][-arr.ndim:]
+        names = [str(a["name"] if isinstance(a, dict) else a).lower() for a in axes]
+        scales = [tr["scale"] for tr in ds0.get("coordinateTransformations", []) if tr.get("type") == "scale"]
+        if not scales:
+            return arr, str(ds0["path"]), names, [1.0] * arr.ndim, None
+        scale, guessed = [float(s) for s in scales[0]], False
+        for i, a in enumerate(axes):
+            unit = a.get("unit") if isinstance(a, dict) else None
+            if names[i] in ("z", "y", "x"):
+                factor = unit_to_um(unit, str(path))
+                guessed |= factor is None
+                scale[i] *= 1.0 if factor is None else factor
+        return arr, str(ds0["path"]), names, scale, "OME-Zarr scale" + (" (no unit; read as um)" if guessed else "")
+    names = ["z", "y", "x"] if node.ndim == 3 else [f"a{i}" for i in range(node.ndim - 3)] + ["z", "y", "x"]
+    spacing = node.attrs.get("spacing")
+    if spacing is None:
+        return node, "", names, [1.0] * node.ndim, None
+    return node, "", names, [1.0] * (node.ndim - 3) + [float(s) for s in spacing], "Zarr attribute 'spacing'"
+
+
 def open_ome_zarr(path: str | Path, channel: int = 0) -> tuple[ZarrSource, Spacing]:
-    """Level 0 of an OME-Zarr image (or a plain 3D Zarr array) and its spacing (z, y, x) in um.
+    """Level 0 of an OME-Zarr image (or a plain 3D Zarr array) and its spacing (z, y, x) in um (1, 1, 1 where
+    the store gives none; :attr:`ZarrSource.calibration` is then None).
 
     Nothing is read but metadata. Raises :class:`InputError` naming ``path`` when it is missing, not a Zarr
     store, a group without NGFF ``multiscales``, or not 3D in space."""
@@ -90,28 +132,7 @@ def open_ome_zarr(path: str | Path, channel: int = 0) -> tuple[ZarrSource, Spaci
     except Exception as exc:  # noqa: BLE001 - whatever the store layer says, the user needs the file and the gist
         raise InputError(f"not a Zarr store (OME-Zarr expected: a folder with .zattrs/zarr.json): "
                          f"{type(exc).__name__}: {exc}", p) from None
-    spacing: tuple[float, ...] = (1.0, 1.0, 1.0)
-    if isinstance(node, zarr.Group):
-        attrs = dict(node.attrs)
-        ms = attrs.get("multiscales") or attrs.get("ome", {}).get("multiscales")
-        if not ms:
-            raise InputError("a Zarr group without OME-NGFF 'multiscales' metadata (not an OME-Zarr image)", p)
-        ds0 = ms[0]["datasets"][0]
-        try:
-            arr = node[ds0["path"]]
-        except KeyError:
-            raise InputError(f"its multiscales name level {ds0['path']!r}, which the store does not hold", p) from None
-        names = [a["name"] if isinstance(a, dict) else str(a) for a in ms[0].get("axes", [])]
-        names = names or ["z", "y", "x"][-arr.ndim:]
-        scale = [1.0] * arr.ndim
-        for tr in ds0.get("coordinateTransformations", []):
-            if tr.get("type") == "scale":
-                scale = [float(s) for s in tr["scale"]]
-        array_path = str(ds0["path"])
-    else:
-        arr, array_path = node, ""
-        names = ["z", "y", "x"] if arr.ndim == 3 else [f"a{i}" for i in range(arr.ndim - 3)] + ["z", "y", "x"]
-        scale = [1.0] * (arr.ndim - 3) + [float(s) for s in arr.attrs.get("spacing", (1.0, 1.0, 1.0))]
+    arr, array_path, names, scale, calibration = level0(node, p)
     names = [n.lower() for n in names]
     if arr.ndim < 3 or names[-3:] != ["z", "y", "x"]:
         raise InputError(f"expected spatial axes z, y, x last, got axes {names} of shape {tuple(arr.shape)}", p)
@@ -123,7 +144,8 @@ def open_ome_zarr(path: str | Path, channel: int = 0) -> tuple[ZarrSource, Spaci
         lead.append(pick)
     spacing = check_spacing(scale[-3:], str(p))
     shape = tuple(int(s) for s in arr.shape[-3:])
-    return ZarrSource(str(p.resolve()), array_path, shape, str(arr.dtype), tuple(lead)), spacing  # type: ignore
+    return ZarrSource(str(p.resolve()), array_path, shape, str(arr.dtype), tuple(lead),  # type: ignore[arg-type]
+                      spacing, calibration), spacing
 
 
 def _ngff_axes() -> list[dict]:

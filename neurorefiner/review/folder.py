@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from neurorefiner.agents.run import TRACE
 from neurorefiner.agents.trace import read_trace
 from neurorefiner.errors import InputError
 from neurorefiner.io import Tree, read_mask, read_swc, read_volume
+from neurorefiner.refine.local import TRACE
 from neurorefiner.topology.blocks import Block, grid_blocks
 
 REFINED = "refined_mask.tif"

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neurorefiner.agents.report import latest_decisions
-from neurorefiner.agents.report_marks import in_block_terms, locate
 from neurorefiner.agents.trace import decode_mask
+from neurorefiner.refine.report import latest_decisions
+from neurorefiner.refine.report_marks import in_block_terms, locate
 from neurorefiner.topology.blocks import Block, Slices, slices_from_list
 
 

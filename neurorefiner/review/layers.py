@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neurorefiner.agents.report_marks import ADDED, ESCALATED, REMOVED
+from neurorefiner.refine.report_marks import ADDED, ESCALATED, REMOVED
 from neurorefiner.review.records import ADD, REMOVE
 from neurorefiner.review.session import ReviewSession
 

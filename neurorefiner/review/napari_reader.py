@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from neurorefiner.agents.run import TRACE
+from neurorefiner.refine.local import TRACE
 
 
 def get_reader(path: str | list[str]):  # type: ignore[no-untyped-def]

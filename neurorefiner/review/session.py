@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from neurorefiner.agents.output_lock import OutputLock
 from neurorefiner.agents.trace import TraceWriter, array_hash, read_trace
 from neurorefiner.errors import InputError
 from neurorefiner.io import write_volume
+from neurorefiner.refine.output_lock import OutputLock
 from neurorefiner.review.folder import REVIEWED, RunFolder
 from neurorefiner.review.history import EditTry, Escalation, edit_tries, escalations
 from neurorefiner.review.records import ADD, REMOVE, decode_paint, encode_paint, last_review, review_record

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from neurorefiner.agents.whole_volume.skeleton_merge import MERGED_SWC
 from neurorefiner.errors import InputError
 from neurorefiner.io.ome_zarr import open_ome_zarr
 from neurorefiner.io.swc import read_swc
+from neurorefiner.refine.whole_volume.skeleton_merge import MERGED_SWC
 from neurorefiner.review.folder import WHOLE_VOLUME, read_run_records, run_input_path
 from neurorefiner.review.layers import labels_colours
 

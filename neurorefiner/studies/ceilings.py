@@ -86,24 +86,17 @@ def ceiling_masks(gc: Any, cands: Sequence[Any], labels: Sequence[int | None], j
 
 def loop_mask(gc: Any, judge: Any, t_max: int = 5) -> tuple[np.ndarray, dict]:
     """The learned agents' loop (conf/agent/learned.yaml, with ``judge``) and the shipped editor
-    (conf/editor/toporefinenet.yaml) on one case: the NeuroRefiner row at the committed settings."""
-    from hydra.utils import instantiate
+    (conf/editor/toporefinenet.yaml) on one case: the NeuroRefiner row at the committed settings, built as
+    ``refine.py`` builds its run (:class:`~neurorefiner.refine.run.RefineRun`)."""
     from omegaconf import OmegaConf
 
-    from neurorefiner.agents.editor import LazyEditor
-    from neurorefiner.agents.learned import LearnedAdvisor, LearnedInspector, LearnedValidator
-    from neurorefiner.agents.loop import Agents, LoopSettings, run_loop
     from neurorefiner.paths import conf_dir
+    from neurorefiner.refine.run import RefineRun
 
-    agent = OmegaConf.to_container(OmegaConf.load(conf_dir() / "agent" / "learned.yaml"))
-
-    def args(role: str) -> dict:
-        return {k: v for k, v in agent[role].items() if not k.startswith("_") and k != "judge"}  # type: ignore[union-attr]
-
-    agents = Agents(LearnedInspector(judge=judge, **args("inspector")), LearnedAdvisor(**args("advisor")),
-                    LearnedValidator(**args("validator")))
-    editor = LazyEditor(instantiate(OmegaConf.load(conf_dir() / "editor" / "toporefinenet.yaml")))
-    result = run_loop(gc.image, gc.mask, agents, editor, LoopSettings(t_max=t_max), gc.spacing)
+    run = RefineRun.build(OmegaConf.load(conf_dir() / "agent" / "learned.yaml"), None,
+                          OmegaConf.load(conf_dir() / "editor" / "toporefinenet.yaml"), t_max,
+                          role_kwargs={"inspector": {"judge": judge}})
+    result = run.with_spacing(gc.spacing, "the dataset's voxel size").run(gc.image, gc.mask)
     return result.mask, result.counts
 
 

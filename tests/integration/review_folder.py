@@ -1,5 +1,5 @@
 """A refine output folder written by the demo's own refine config (``cli.demo.refine_cfg`` ->
-``agents.run.refine_volume``) on the synthetic tubes, with a scripted editor that mends breaks and leaves
+``refine.local.refine_volume``) on the synthetic tubes, with a scripted editor that mends breaks and leaves
 specks alone: the Validator accepts the joins and rejects every removal, so the folder holds accepted
 edits, rejected tries and escalated defects, like the demo's, in a second instead of minutes. Shared by
 the review tests with and without Qt."""
@@ -32,9 +32,9 @@ def joins_only_editor(**_: object):  # type: ignore[no-untyped-def]
 
 def make_run_folder(tmp: Path, n_blocks: int = 2) -> Path:
     """Inputs under ``tmp/inputs``, the run's folder ``tmp/run`` (returned)."""
-    from neurorefiner.agents.run import refine_volume
     from neurorefiner.cli.demo import refine_cfg
     from neurorefiner.io import read_mask, read_volume
+    from neurorefiner.refine.local import refine_volume
     from tests.integration.test_refine_loop import synthetic
 
     inputs, out = tmp / "inputs", tmp / "run"

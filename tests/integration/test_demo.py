@@ -1,4 +1,4 @@
-"""make demo: a real DIADEM test crop, the shipped U-Net's mask, refined by the heuristic agents and the
+"""make demo: a real DIADEM test crop, the shipped U-Net's mask, refined by the learned agents and the
 shipped editor; the before/after table and the output paths are printed."""
 
 from __future__ import annotations
@@ -21,12 +21,22 @@ def test_crop_tree_keeps_the_nodes_inside_shifted_to_the_crop() -> None:
     assert len(cropped.roots()) == 1
 
 
+def test_the_table_names_the_agents_the_demo_ran(tmp_path: Path) -> None:
+    """The printed table said "heuristic agents" while the demo ran refine.py's default, the learned ones."""
+    from neurorefiner.cli.demo import method_label, refine_cfg
+
+    cfg = refine_cfg(tmp_path / "i.tif", tmp_path / "m.tif", tmp_path / "o", (1.0, 1.0, 1.0))
+    assert cfg.agent.backend == "learned" and method_label(cfg) == "NeuroRefiner (learned agents)"
+    cfg = refine_cfg(tmp_path / "i.tif", tmp_path / "m.tif", tmp_path / "o", (1.0, 1.0, 1.0), extra=["agent=heuristic"])
+    assert method_label(cfg) == "NeuroRefiner (heuristic agents)"
+
+
 def test_a_demo_rerun_replaces_an_older_run_in_its_folder(tmp_path: Path) -> None:
     """`make demo` on a machine whose outputs/demo holds an older run (other inputs: another crop, U-Net or
     code) refines into it instead of being refused; the demo's refine config with a scripted editor."""
-    from neurorefiner.agents.run import refine_volume
     from neurorefiner.cli.demo import refine_cfg
     from neurorefiner.io import read_mask, read_volume
+    from neurorefiner.refine.local import refine_volume
     from tests.integration.test_refine_loop import synthetic
     from tests.integration.test_refine_output_folder import FAKE, refine_here
 
@@ -48,7 +58,7 @@ def test_demo_on_a_small_crop_prints_the_table_and_the_paths(tmp_path: Path, cap
 
     assert main(out_dir=tmp_path, crop=(slice(0, 32), slice(300, 372), slice(56, 184))) == 0
     out = capsys.readouterr().out
-    assert "3D U-Net (initial)" in out and "NeuroRefiner (heuristic agents)" in out and "F1" in out
+    assert "3D U-Net (initial)" in out and "NeuroRefiner (learned agents)" in out and "F1" in out
     for name in ("refined_mask.tif", "refined_mask_root_seeded.swc", "report.html", "trace.jsonl"):
         assert (tmp_path / name).exists(), name
         assert str(tmp_path / name) in out

@@ -69,14 +69,14 @@ def refine(args: list[str], tmp: Path, **kw) -> subprocess.CompletedProcess:  # 
                                        ["agent=replay", "agent.trace=/tmp/x.jsonl"],
                                        ["loop.roles=none", "loop.inspector_inputs=[global_mip]"]])
 def test_every_agent_config_composes_and_builds(overrides: list[str]) -> None:
-    from neurorefiner.agents.factory import build_agents
-    from neurorefiner.agents.run import loop_settings
+    from neurorefiner.refine.run import RefineRun
 
     with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
         cfg = compose(config_name="refine", overrides=["image=a.tif", "mask=b.tif", "out=/tmp/o", *overrides,
                                                        "paths.output_dir=/tmp/nr-test-out"])
-    agents, _, described = build_agents(cfg.agent)
-    assert loop_settings(cfg).t_max == 5
+    run = RefineRun.from_config(cfg)
+    agents, described = run.agents, run.description["agent"]
+    assert run.settings.t_max == 5
     if "agent/vlm_model=internvl3_8b" in overrides:
         assert agents.inspector.client.model == "OpenGVLab/InternVL3-8B"
     assert "NEUROREFINER_VLM_API_KEY" not in json.dumps(described)

@@ -1,7 +1,7 @@
 """refine.py's output folder: one folder, one run (a lock, no silent replacement of another run's outputs),
 bad ``out=`` paths refused before any work, and outputs that appear all together or not at all.
 
-The runs are in-process (``refinement_entry.run`` on the composed config) with a scripted editor, so each
+The runs are in-process (``neurorefiner.refine.entry.run`` on the composed config) with a scripted editor, so each
 takes a second or two; one slow test runs two real ``refine.py`` processes at once."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from neurorefiner.agents.output_lock import LOCK_NAME, OutputLock
 from neurorefiner.io import read_volume
+from neurorefiner.refine.output_lock import LOCK_NAME, OutputLock
 from tests.integration.test_refine_loop import synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ def failing_editor(**_: object):  # type: ignore[no-untyped-def]
 
 def refine_here(overrides: list[str]) -> dict:
     """``python refine.py <overrides>`` in this process (SystemExit as refine.py would exit)."""
-    from neurorefiner.refinement_entry import run
+    from neurorefiner.refine.entry import run
 
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf")):
         cfg = compose(config_name="refine", overrides=[*overrides, "paths.output_dir=/tmp/nr-unused"])
@@ -128,7 +128,7 @@ def test_a_killed_run_leaves_no_older_outputs_beside_its_trace(tmp_path: Path, t
 
 
 def test_outputs_are_all_or_nothing(tmp_path: Path, two_inputs, monkeypatch: pytest.MonkeyPatch) -> None:
-    import neurorefiner.agents.run as run_mod
+    import neurorefiner.refine.local as run_mod
 
     def broken_report(*args: object, **kwargs: object) -> str:
         raise UnicodeEncodeError("utf-8", "x", 0, 1, "surrogates not allowed")

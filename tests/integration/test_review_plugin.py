@@ -26,9 +26,9 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_a_saved_review_is_refined_on_and_the_run_still_resumes(run_folder: Path, tmp_path: Path, capsys) -> None:
-    from neurorefiner.agents.run import refine_volume
     from neurorefiner.cli.demo import refine_cfg
     from neurorefiner.io import read_mask, read_volume
+    from neurorefiner.refine.local import refine_volume
     from neurorefiner.review.folder import open_folder
     from neurorefiner.review.session import ReviewSession
 

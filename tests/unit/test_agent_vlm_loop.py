@@ -252,7 +252,7 @@ def compose_refine(tmp_path: Path, *overrides: str, agent: str = "vlm"):  # type
 
 def test_refine_against_the_fake_server_then_replayed_without_it_gives_the_same_mask(tmp_path: Path) -> None:
     from neurorefiner.io import read_volume
-    from neurorefiner.refinement_entry import run as refine_run
+    from neurorefiner.refine.entry import run as refine_run
 
     with FakeVLM({"advisor": [Answer("hmm"), Answer(FIGURE_2)]}) as server:
         summary = refine_run(compose_refine(tmp_path, f"agent.base_url={server.url}"))
@@ -268,7 +268,7 @@ def test_refine_against_the_fake_server_then_replayed_without_it_gives_the_same_
 
 @pytest.mark.parametrize("always", [Status(500), Hang(5.0)], ids=["http_500", "hang"])
 def test_refine_with_a_failing_server_ends_in_one_line_and_exit_2(tmp_path: Path, capsys, always) -> None:  # type: ignore[no-untyped-def]
-    from neurorefiner.refinement_entry import run as refine_run
+    from neurorefiner.refine.entry import run as refine_run
 
     with FakeVLM(always=always) as server:
         cfg = compose_refine(tmp_path, f"agent.base_url={server.url}", "agent.client.timeout=0.3",

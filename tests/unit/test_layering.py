@@ -1,5 +1,6 @@
 """The package's import direction, one way only: leaves (io, topology, synth, defects, tracing, metrics) <
-data < models < postprocessing < baselines < training, inference < agents < evaluation (the protocol) <
+data < models < postprocessing < baselines < training, inference < agents (roles, backends, the loop) < refine
+(one run of the loop from config: settings, spacing, resume, outputs, executors) < evaluation (the protocol) <
 review (a person settles a run) < studies (one-off measurements) < cli and the entry points. A module
 imports from its own stage or from stages below it, never from above, and the modules form no import
 circle. The rule keeps each stage usable without the ones above it (the protocol without the studies,
@@ -24,7 +25,8 @@ STAGES: list[set[str]] = [
     {"postprocessing"},
     {"baselines"},
     {"training", "inference"},
-    {"agents", "refinement_entry"},
+    {"agents"},
+    {"refine"},
     {"evaluation"},
     {"review"},
     {"studies"},

@@ -10,10 +10,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from neurorefiner.agents.build import RUN_KEYS, build_loop, editor_factory
 from neurorefiner.agents.loop import LoopSettings
 from neurorefiner.agents.trace import read_trace
 from neurorefiner.evaluation.methods import NeuroRefiner, build_method, method_node
+from neurorefiner.refine.run import RUN_KEYS, RefineRun, editor_factory
 from tests.unit.test_agent_loop import RegionEditor, noisy_tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +60,7 @@ def test_table_3_rows_are_one_roles_value_each_and_no_advisor_switch_is_left() -
 
 def test_no_advisor_is_the_inspectors_instruction_validated() -> None:
     image, mask = noisy_tree()
-    loop = build_loop(HEURISTIC, {"block_size": 64, "roles": "no_advisor"}, FAKE_EDITOR, t_max=3)
+    loop = RefineRun.build(HEURISTIC, {"block_size": 64, "roles": "no_advisor"}, FAKE_EDITOR, t_max=3)
     seen = []
     validate = loop.agents.validator.validate
 
@@ -80,8 +80,8 @@ def test_editor_factory_builds_a_target_or_the_shipped_loader() -> None:
 
 
 def test_refine_and_the_method_write_one_trace_format(tmp_path: Path) -> None:
-    from neurorefiner.agents.run import refine_volume
     from neurorefiner.io import read_mask, read_volume, write_volume
+    from neurorefiner.refine.local import refine_volume
 
     image, mask = noisy_tree()
     write_volume(tmp_path / "img.tif", (image * 255).astype(np.uint8))

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from neurorefiner.agents.output_lock import LOCK_NAME, OutputLock, check_output_dir
 from neurorefiner.errors import InputError
+from neurorefiner.refine.output_lock import LOCK_NAME, OutputLock, check_output_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,7 +42,7 @@ def test_the_lock_of_a_dead_run_is_taken_over(tmp_path: Path) -> None:
 
 def test_a_live_process_holds_it_until_killed(tmp_path: Path) -> None:
     out = tmp_path / "o"
-    code = ("import sys, time; from neurorefiner.agents.output_lock import OutputLock; "
+    code = ("import sys, time; from neurorefiner.refine.output_lock import OutputLock; "
             f"OutputLock({str(out)!r}, {{'image': 'other.tif'}}).acquire(); print('held', flush=True); time.sleep(60)")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:

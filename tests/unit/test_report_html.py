@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neurorefiner.agents.report import build_report
-from neurorefiner.agents.report_marks import ESCALATED
 from neurorefiner.agents.trace import read_trace
+from neurorefiner.refine.report import build_report
+from neurorefiner.refine.report_marks import ESCALATED
 from neurorefiner.topology.blocks import grid_blocks
 from tests.unit.test_review_session import SHAPE, write_run
 

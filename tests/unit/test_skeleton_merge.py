@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from neurorefiner.agents.whole_volume.skeleton_merge import merge_tile_skeletons
 from neurorefiner.io.swc import Tree, read_swc, write_swc
+from neurorefiner.refine.whole_volume.skeleton_merge import merge_tile_skeletons
 
 
 def _line(path: Path, xs: list[float], y: float = 10.0, z: float = 5.0) -> Path:

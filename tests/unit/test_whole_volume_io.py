@@ -10,8 +10,6 @@ import numpy as np
 import pytest
 
 from neurorefiner.agents.roles import CallInfo, Defect, Flag, GlobalView, Inspection
-from neurorefiner.agents.whole_volume.guard import BorderGuard, continuing_face_points
-from neurorefiner.agents.whole_volume.tiles import check_plan, plan_tiles
 from neurorefiner.errors import InputError
 from neurorefiner.io.ome_zarr import (
     create_mask_store,
@@ -20,6 +18,8 @@ from neurorefiner.io.ome_zarr import (
     write_ome_zarr_volume,
     write_region,
 )
+from neurorefiner.refine.whole_volume.guard import BorderGuard, continuing_face_points
+from neurorefiner.refine.whole_volume.tiles import check_plan, plan_tiles
 from neurorefiner.topology.blocks import grid_blocks
 
 

@@ -7,7 +7,7 @@ candidate, so a crop of DIADEM (0.33 um in xy), of a CWMBS-like stack (0.2 um) a
 0. the image, on the mask's own brightness scale (``(I - background) / (foreground - background)``, the scale
    the hand features use; 0 is the mask's background, 1 its foreground), clipped to ``IMAGE_RANGE``;
 1. the mask (linear interpolation: a one-voxel fibre stays visible after resampling);
-2. the edit itself: a join's bridge, a removal's piece, a prune's branch, so the network knows which of the
+2. the edit itself: a join's bridge (grown by one voxel), a removal's piece, a prune's branch, so the network knows which of the
    structures in view it is asked about.
 
 Stored as uint8 (0..255 per channel) so a table of tens of thousands of candidates stays small.
@@ -60,7 +60,7 @@ def candidate_crops(image: np.ndarray, mask: np.ndarray, candidates: Sequence[Ca
                     spacing: Sequence[float], levels: tuple[float, float]) -> np.ndarray:
     """(N, 3, *CROP_SHAPE) uint8 crops of ``candidates`` (image float ZYX, mask bool ZYX, ``levels`` the mask's
     (background, foreground) intensity: :func:`neurorefiner.agents.candidates.intensity_levels`)."""
-    from scipy.ndimage import map_coordinates
+    from scipy.ndimage import binary_dilation, map_coordinates
 
     out = np.zeros((len(candidates), len(CHANNELS), *CROP_SHAPE), np.uint8)
     if not len(candidates):
@@ -83,6 +83,8 @@ def candidate_crops(image: np.ndarray, mask: np.ndarray, candidates: Sequence[Ca
         vox = vox[np.all((vox >= 0) & (vox < hi - lo), axis=1)]
         if len(vox):
             edit[tuple(vox.T)] = 1.0
+            if c.kind == "join":  # a one-voxel path would thin out on a coarser grid: the bridge as a tube
+                edit = binary_dilation(edit > 0).astype(np.float32)
         for ch, (vol, rng) in enumerate(((img, IMAGE_RANGE), (mask[box].astype(np.float32), (0.0, 1.0)),
                                          (edit, (0.0, 1.0)))):
             fill = IMAGE_RANGE[0] if ch == 0 else 0.0

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 
 from neurorefiner.errors import InputError
-from neurorefiner.io.atomic import check_output_path, printable  # noqa: F401 - printable: refinement_entry's
+from neurorefiner.io.atomic import check_output_path, printable  # noqa: F401 - printable: refine.entry's
 
 LOCK_NAME = ".refine.lock"
 

@@ -1,7 +1,9 @@
 """What ``refine.py`` calls: check the output folder and the two inputs, then refine with the agents' loop on the
 chosen executor (``executor=local``, in memory, the default; ``executor=dask``, tile by tile over OME-Zarr).
 
-The output folder is checked first, before anything is loaded, so a bad ``out=`` costs no work: like a
+The voxel size is the given ``spacing=``, else the files' calibration, else the run stops (exit 2) with a
+line naming the file and the fix (:mod:`neurorefiner.io.spacing`); ``spacing=assume`` uses 1, 1, 1 um with a
+warning. The output folder is checked first, before anything is loaded, so a bad ``out=`` costs no work: like a
 bad input it ends the run with one line on stderr and exit code 2 (:func:`exit_on_user_error`).
 """
 
@@ -13,11 +15,12 @@ from omegaconf import DictConfig
 
 from neurorefiner.errors import InputError, exit_on_user_error
 from neurorefiner.io import check_same_shape, read_mask, read_volume
+from neurorefiner.io.spacing import resolve_spacing
 
 
 @exit_on_user_error
 def run(cfg: DictConfig) -> dict:
-    from neurorefiner.agents.output_lock import check_output_dir, printable
+    from neurorefiner.refine.output_lock import check_output_dir, printable
 
     check_output_dir(str(cfg.out))
     for key in ("image", "mask"):
@@ -34,11 +37,12 @@ def run(cfg: DictConfig) -> dict:
     image = read_volume(cfg.image)
     mask = read_mask(cfg.mask)
     check_same_shape(image, mask)
+    spacing = resolve_spacing(cfg.get("spacing"), image, mask)  # no voxel size anywhere: one line, exit 2
     from neurorefiner.agents.roles import RoleError
-    from neurorefiner.agents.run import refine_volume
+    from neurorefiner.refine.local import refine_volume
 
     try:
-        return refine_volume(image, mask, cfg)
+        return refine_volume(image, mask, cfg, spacing)
     except RoleError as exc:  # a model server down, or a model with nothing readable to say: one line, exit 2
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)

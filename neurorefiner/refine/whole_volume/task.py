@@ -23,17 +23,17 @@ from typing import Any
 
 import numpy as np
 
-from neurorefiner.agents.build import RefinementLoop, build_loop, same_run
 from neurorefiner.agents.loop import Agents, PriorRun
 from neurorefiner.agents.trace import read_trace
-from neurorefiner.agents.whole_volume.guard import BorderGuard, continuing_face_points
-from neurorefiner.agents.whole_volume.skeleton_merge import depth_first
-from neurorefiner.agents.whole_volume.tiles import Tile
 from neurorefiner.io.atomic import write_text_atomic
 from neurorefiner.io.ome_zarr import ZarrSource, write_region
+from neurorefiner.refine.run import RefineRun, same_run
+from neurorefiner.refine.whole_volume.guard import BorderGuard, continuing_face_points
+from neurorefiner.refine.whole_volume.skeleton_merge import depth_first
+from neurorefiner.refine.whole_volume.tiles import Tile
 from neurorefiner.topology.blocks import Slices
 
-_LOOPS: dict[str, RefinementLoop] = {}
+_LOOPS: dict[str, RefineRun] = {}
 
 
 @dataclass
@@ -54,6 +54,7 @@ class TileJob:
     skeleton_dir: str | None = None
     threads: int = 1
     inputs: dict = field(default_factory=dict)
+    spacing_from: str = "given"
 
 
 def normalise(data: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -68,12 +69,13 @@ def normalise(data: np.ndarray, lo: float, hi: float) -> np.ndarray:
     return np.clip(data, 0.0, 1.0, out=data)
 
 
-def _loop(job: TileJob) -> RefinementLoop:
-    """The worker's loop for these settings, built once per worker process (the judge and the editor load once)."""
+def _loop(job: TileJob) -> RefineRun:
+    """The worker's run for these settings, built once per worker process (the judge and the editor load once),
+    at the job's spacing."""
     key = json.dumps([job.agent, job.loop, job.editor, job.t_max], sort_keys=True, default=str)
     if key not in _LOOPS:
-        _LOOPS[key] = build_loop(job.agent, job.loop, job.editor, job.t_max)
-    return _LOOPS[key]
+        _LOOPS[key] = RefineRun.build(job.agent, job.loop, job.editor, job.t_max)
+    return _LOOPS[key].with_spacing(job.spacing, job.spacing_from)
 
 
 def _prior(path: Path, header: dict) -> Any:
@@ -120,7 +122,7 @@ def refine_tile(job: TileJob) -> dict:
     header = {**guarded.header(image, mask), "tile": tile.as_dict()}
     trace = Path(job.trace_dir) / f"tile_{tile.id:05d}.jsonl"
     prior = _prior(trace, header)
-    result = guarded.run(image, mask, job.spacing, trace, {**job.inputs, "tile": tile.id}, prior, header)
+    result = guarded.run(image, mask, trace, {**job.inputs, "tile": tile.id}, prior, header)
     refined = result.mask[inner]
     write_region(job.output, tile.interior, refined)
     if job.skeleton_dir is not None:

@@ -1,5 +1,5 @@
 """``refine.py executor=dask``: the driver. Opens the OME-Zarr inputs lazily, starts (or joins) a Dask cluster,
-maps :func:`~neurorefiner.agents.whole_volume.task.refine_tile` over the tiles not yet committed, records each
+maps :func:`~neurorefiner.refine.whole_volume.task.refine_tile` over the tiles not yet committed, records each
 committed tile in ``out/trace.jsonl``, then builds the output's pyramid and moves the outputs into ``out``.
 
 Why Dask distributed and no scheduler of our own: the tasks are independent (one per tile, each a pure
@@ -32,17 +32,18 @@ from typing import Any
 
 import numpy as np
 
-from neurorefiner.agents.build import build_loop, plain
-from neurorefiner.agents.output_lock import OutputLock, check_output_dir
 from neurorefiner.agents.roles import RoleError
 from neurorefiner.agents.trace import TRACE_VERSION, TraceWriter, read_trace
-from neurorefiner.agents.whole_volume.skeleton_merge import MERGED_SWC, merge_tile_skeletons
-from neurorefiner.agents.whole_volume.task import TileJob, refine_tile
-from neurorefiner.agents.whole_volume.tiles import check_plan, plan_tiles
 from neurorefiner.errors import InputError
 from neurorefiner.io.atomic import atomic_path
 from neurorefiner.io.ome_zarr import ZarrSource, create_mask_store, finish_pyramid, is_zarr_path, open_ome_zarr
+from neurorefiner.io.spacing import SpacingChoice, resolve_spacing
 from neurorefiner.io.swc import write_swc
+from neurorefiner.refine.output_lock import OutputLock, check_output_dir
+from neurorefiner.refine.run import RefineRun, differences, loop_settings, plain
+from neurorefiner.refine.whole_volume.skeleton_merge import MERGED_SWC, merge_tile_skeletons
+from neurorefiner.refine.whole_volume.task import TileJob, refine_tile
+from neurorefiner.refine.whole_volume.tiles import check_plan, plan_tiles
 
 TRACE = "trace.jsonl"
 WORK = ".work"
@@ -83,16 +84,14 @@ class DaskExecutor:
     # ------------------------------------------------------------------------------------------ the run
     def refine(self, cfg: Any) -> dict:
         """What ``refine.py executor=dask`` calls; returns the run's summary (also printed)."""
-        from neurorefiner.agents.run import loop_settings
-
         out = check_output_dir(str(cfg.out))
-        image, image_spacing = open_input(cfg.image, "image")
+        image, _ = open_input(cfg.image, "image")
         mask, _ = open_input(cfg.mask, "mask")
         if image.shape != mask.shape:
             raise InputError(f"mask shape {mask.shape} differs from image shape {image.shape} ({cfg.image})",
                              cfg.mask)
-        spacing = tuple(float(v) for v in cfg.spacing) if cfg.get("spacing") else image_spacing
-        settings = loop_settings(cfg)
+        spacing = resolve_spacing(cfg.get("spacing"), image, mask)   # none anywhere: one line, exit 2, no work
+        settings = loop_settings(cfg.t_max, cfg.get("loop"))
         tile, halo, chunks = check_plan(self.tile, self.halo, self.chunks, settings.block_size, settings.block_depth)
         block = (settings.block_depth or 1, settings.block_size, settings.block_size)
         tiles = plan_tiles(image.shape, tile, halo, block)
@@ -116,12 +115,13 @@ class DaskExecutor:
                 if cluster is not None:
                     cluster.close()
 
-    def _run(self, cfg: Any, client: Any, out: Path, image: ZarrSource, mask: ZarrSource, spacing: tuple,
+    def _run(self, cfg: Any, client: Any, out: Path, image: ZarrSource, mask: ZarrSource, choice: SpacingChoice,
              tiles: list, plan: tuple, inputs: dict) -> dict:
         from dask.distributed import as_completed
         from tqdm import tqdm
 
-        loop = build_loop(cfg.agent, cfg.get("loop"), cfg.get("editor"), int(cfg.t_max))
+        loop = RefineRun.from_config(cfg, choice)
+        spacing = loop.spacing
         t0 = time.perf_counter()
         stats = self._stats(image, mask)
         if not stats["binary"]:
@@ -133,7 +133,8 @@ class DaskExecutor:
                   "image": {"path": image.path, "shape": list(image.shape), "dtype": image.dtype,
                             "min": stats["lo"], "max": stats["hi"], "sum": stats["image_sum"]},
                   "mask": {"path": mask.path, "shape": list(mask.shape), "foreground": stats["foreground"]},
-                  "spacing": list(spacing), "settings": loop.settings.as_dict(), "agent": loop.description["agent"],
+                  "spacing": list(spacing), "spacing_from": loop.spacing_from, "settings": loop.settings.as_dict(),
+                  "agent": loop.description["agent"],
                   "editor": loop.description["editor"],
                   "plan": {"tile": list(plan[0]), "halo": list(plan[1]), "chunks": list(plan[2])}}
         done, finished = self._claim(out, header, bool(cfg.get("resume", True)), bool(cfg.get("overwrite", False)))
@@ -146,7 +147,8 @@ class DaskExecutor:
         level0 = create_mask_store(work / STORE, image.shape, plan[2])
         jobs = [TileJob(t, image, mask, level0, (stats["lo"], stats["hi"]), spacing, plain(cfg.agent),
                         plain(cfg.get("loop")), plain(cfg.get("editor")), int(cfg.t_max), str(out / "traces"),
-                        str(work / "skeletons") if self.skeletons else None, int(self.threads_per_worker), inputs)
+                        str(work / "skeletons") if self.skeletons else None, int(self.threads_per_worker), inputs,
+                        loop.spacing_from)
                 for t in tiles if t.id not in done]
         print(f"{len(tiles)} tile(s) of {list(plan[0])} voxels (halo {list(plan[1])}), {len(done)} already "
               f"committed; {len(jobs)} to refine", file=sys.stderr)
@@ -189,8 +191,8 @@ class DaskExecutor:
                     (work / name).replace(out / name)
             shutil.rmtree(work, ignore_errors=True)
             counts = _components(mask, out / STORE / "0") if self.components else {}
-            summary = {**self._summary(cfg, image, summaries, levels, time.perf_counter() - t0, out), **skeleton,
-                       **counts}
+            seconds = time.perf_counter() - t0
+            summary = {**self._summary(cfg, image, summaries, levels, seconds, out, choice), **skeleton, **counts}
             trace.write({"type": "done", "summary": summary})
         print(f"refined {cfg.mask}: {len(tiles)} tile(s), {summary['accepted']} edit(s) accepted, "
               f"{summary['rejected']} rejected, {summary['escalated']} escalated; {summary['seconds']:.1f} s -> "
@@ -246,7 +248,12 @@ class DaskExecutor:
         ours = bool(runs) and all(runs[-1].get(k) == header.get(k) for k in MATCH_KEYS)
         found = [n for n in RUN_FILES if (out / n).exists()]
         if found and not ours and not overwrite:
-            raise InputError(f"holds the outputs of another run ({', '.join(found)}: other inputs or settings); "
+            why = "other inputs or settings"
+            if runs and runs[-1].get("spacing") != header.get("spacing"):
+                why = differences({"spacing": runs[-1].get("spacing"), "spacing_from": runs[-1].get("spacing_from",
+                                   "source not recorded")}, {"spacing": header["spacing"],
+                                                             "spacing_from": header["spacing_from"]})[0]
+            raise InputError(f"holds the outputs of another run ({', '.join(found)}: {why}); "
                              "pass overwrite=true to replace them, or choose another out=", out)
         if ours and resume:
             ends = [r for r in records if r.get("type") == "done"]
@@ -265,7 +272,7 @@ class DaskExecutor:
 
     def _merged_skeleton(self, work: Path, spacing: tuple) -> dict:
         """``refined_skeleton.swc``: every tile's skeleton in one SWC, pieces joined only across tile borders
-        (:mod:`~neurorefiner.agents.whole_volume.skeleton_merge`); returns its counts for the summary."""
+        (:mod:`~neurorefiner.refine.whole_volume.skeleton_merge`); returns its counts for the summary."""
         tree, counts = merge_tile_skeletons(sorted((work / "skeletons").glob("tile_*.swc")), spacing)
         write_swc(work / SKELETON, tree, [
             "neurorefiner refine.py executor=dask: kimimaro skeletons of the refined mask's tiles, joined where a "
@@ -288,7 +295,7 @@ class DaskExecutor:
             tmp.write_bytes(png_bytes(picture))
 
     def _summary(self, cfg: Any, image: ZarrSource, tiles: list[dict], levels: int, seconds: float,
-                 out: Path) -> dict:
+                 out: Path, spacing: SpacingChoice) -> dict:
         peaks: dict[int, int] = {}
         for s in tiles:
             pid = int(s.get("worker_pid", 0))
@@ -296,6 +303,7 @@ class DaskExecutor:
         total = {k: sum(int(s.get(k, 0)) for s in tiles) for k in ("accepted", "rejected", "escalated",
                                                                     "voxels before", "voxels after")}
         return {"image": str(cfg.image), "mask": str(cfg.mask), "shape": list(image.shape), "engine": "dask",
+                "spacing (z, y, x) um": list(spacing.values), "spacing from": spacing.source,
                 "tiles": len(tiles), "refined tiles": sum(s.get("status") == "refined" for s in tiles), **total,
                 "pyramid levels": levels, "seconds": round(seconds, 2),
                 "peak worker memory GiB": {str(pid): round(v / 2**30, 3) for pid, v in sorted(peaks.items())},

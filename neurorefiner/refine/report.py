@@ -7,7 +7,7 @@ every accepted edit (green = voxels added, magenta = removed, a dashed box with 
 and every escalated defect (a cross labelled ``x1``, ``x2``... with its block). Each try says its
 instruction in block terms (where the editor's window sits in which block), shows the window's image and
 the change, and the verdict; each escalation gets voxel coordinates, also when a VLM Inspector named only
-the block (then from the windows tried, see :func:`~neurorefiner.agents.report_marks.locate`). Pictures
+the block (then from the windows tried, see :func:`~neurorefiner.refine.report_marks.locate`). Pictures
 stop at a byte budget (``max_bytes``) and the rest of the tries are listed as text, so a large run still
 opens in a browser: a 256^3 volume stays well under 5 MB.
 """
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from neurorefiner.agents.report_marks import ESCALATED, at, in_block_terms, locate, marked_global_png
 from neurorefiner.agents.trace import decode_mask
+from neurorefiner.refine.report_marks import ESCALATED, at, in_block_terms, locate, marked_global_png
 from neurorefiner.topology.blocks import Block, slices_from_list
 from neurorefiner.topology.views import change_png, png_bytes, side_by_side, xy_view, yz_view
 

@@ -2,8 +2,8 @@
 the report in ``out``.
 
 One output folder, one run. ``out`` is checked before anything is loaded and held by a lock
-(:mod:`neurorefiner.agents.output_lock`) for the whole run. A trace already there from the same inputs and
-settings is resumed (finished rounds and blocks are taken from it, so the result is the one an
+(:mod:`neurorefiner.refine.output_lock`) for the whole run. A trace already there from the same inputs,
+voxel size and settings is resumed (finished rounds and blocks are taken from it, so the result is the one an
 uninterrupted run gives); outputs of any other run are refused unless ``overwrite=true``, which removes
 them first. The refined mask, SWC and report are written to a staging folder and moved in together at
 the end, so a run that dies leaves the trace (to resume from) and no outputs, never a mix of old and new.
@@ -19,14 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from neurorefiner.agents.build import RefinementLoop, build_loop, plain, same_run
-from neurorefiner.agents.loop import LoopSettings, PriorRun
-from neurorefiner.agents.output_lock import OutputLock, check_output_dir
-from neurorefiner.agents.report import build_report
+from neurorefiner.agents.loop import PriorRun
 from neurorefiner.agents.trace import REQUESTS_DIR, read_trace
 from neurorefiner.errors import InputError
 from neurorefiner.io import Volume, write_swc, write_volume
 from neurorefiner.io.atomic import write_text_atomic
+from neurorefiner.io.spacing import SpacingChoice, resolve_spacing
+from neurorefiner.refine.output_lock import OutputLock, check_output_dir
+from neurorefiner.refine.report import build_report
+from neurorefiner.refine.run import RefineRun, differences
 from neurorefiner.topology.blocks import grid_blocks
 
 TRACE = "trace.jsonl"
@@ -34,11 +35,6 @@ OUTPUTS = ("refined_mask.tif", "refined_mask.swc", "report.html")
 STAGING = ".partial"
 #: every name a run writes in ``out`` (``trace.jsonl.prev`` from earlier versions); nothing else is removed
 RUN_FILES = (*OUTPUTS, TRACE, TRACE + ".prev")
-
-
-def loop_settings(cfg: Any) -> LoopSettings:
-    """The run's :class:`LoopSettings` (``cfg.t_max`` and ``cfg.loop``)."""
-    return LoopSettings(t_max=int(cfg.t_max), **plain(cfg.get("loop")))
 
 
 def claim_folder(out: Path, header: dict, resume: bool, overwrite: bool) -> PriorRun | None:
@@ -50,11 +46,13 @@ def claim_folder(out: Path, header: dict, resume: bool, overwrite: bool) -> Prio
     trace = out / TRACE
     records = read_trace(trace) if trace.exists() else []
     runs = [r for r in records if r.get("type") == "run"]
-    ours = bool(runs) and same_run(runs[-1], header)
+    changed = differences(runs[-1], header) if runs else ["no run header"]
+    ours = not changed
     found = [name for name in RUN_FILES if (out / name).exists() and (records or name != TRACE)]
     if found and not ours and not overwrite:
-        raise InputError(f"holds the outputs of another run ({', '.join(found)}: other inputs or settings); "
-                         "pass overwrite=true to replace them, or choose another out=", out)
+        why = "; ".join(changed) if runs else "other inputs or settings"
+        raise InputError(f"holds the outputs of another run ({', '.join(found)}: {why}); pass overwrite=true to "
+                         "replace them, or choose another out=", out)
     prior = None
     if ours and resume:
         finished = sum(r.get("type") == "block_done" for r in records)
@@ -68,38 +66,43 @@ def claim_folder(out: Path, header: dict, resume: bool, overwrite: bool) -> Prio
     return prior
 
 
-def refine_volume(image: Volume, mask: Volume, cfg: Any) -> dict:
-    """Refine, write the outputs, return a summary (also printed)."""
+def refine_volume(image: Volume, mask: Volume, cfg: Any, spacing: SpacingChoice | None = None) -> dict:
+    """Refine, write the outputs, return a summary (also printed). ``spacing``: the voxel size already resolved
+    (:func:`~neurorefiner.io.spacing.resolve_spacing`); by default resolved here from ``cfg.spacing`` and the
+    two files' calibration, so an uncalibrated stack without ``spacing=`` stops before any work."""
     out = check_output_dir(str(cfg.out))
-    spacing = tuple(float(v) for v in cfg.spacing) if cfg.get("spacing") else image.spacing
+    if spacing is None:
+        spacing = resolve_spacing(cfg.get("spacing"), image, mask)
     m = np.asarray(mask.load(), dtype=bool)
     if not m.any():
         print(f"nothing to refine: the mask {mask.source} is empty")
         return {"status": "nothing to refine"}
     with OutputLock(out, {"image": image.source, "mask": mask.source}):
-        loop = build_loop(cfg.agent, cfg.get("loop"), cfg.get("editor"), int(cfg.t_max))
+        loop = RefineRun.from_config(cfg, spacing)
         img = image.normalized()
         header = loop.header(img, m)
         prior = claim_folder(out, header, bool(cfg.get("resume", True)), bool(cfg.get("overwrite", False)))
         t0 = time.perf_counter()
-        result = loop.run(img, m, spacing, out / TRACE, {"image": image.source, "mask": mask.source}, prior,
-                          header, progress=bool(cfg.get("progress", True)))
+        result = loop.run(img, m, out / TRACE, {"image": image.source, "mask": mask.source}, prior, header,
+                          progress=bool(cfg.get("progress", True)))
         total = time.perf_counter() - t0
         escalated = [{"block": b, **st} for b, items in sorted(result.escalated.items()) for st in items]
         summary = {"image": str(image.source), "mask": str(mask.source), "shape": list(m.shape),
+                   "spacing (z, y, x) um": list(loop.spacing), "spacing from": loop.spacing_from,
                    "rounds": len(result.rounds), "converged": result.converged, **result.counts,
                    "voxels before": int(m.sum()), "voxels after": int(result.mask.sum()),
                    "seconds": round(total, 2), "seconds per role": result.seconds,
                    "max defects per round": loop.settings.max_defects_per_round, "roles": loop.settings.roles,
                    "escalated_blocks": escalated}
-        _write_outputs(out, cfg, loop, img, m, result.mask, spacing, summary)
+        _write_outputs(out, cfg, loop, img, m, result.mask, loop.spacing, summary)
     print(f"refined {mask.source}: {len(result.rounds)} round(s), {result.counts['accepted']} edit(s) accepted, "
           f"{result.counts['rejected']} rejected, {result.counts['escalated']} escalated"
-          f"{' (converged)' if result.converged else ''}; {total:.1f} s -> {out}")
+          f"{' (converged)' if result.converged else ''}; spacing {tuple(loop.spacing)} um ({loop.spacing_from}); "
+          f"{total:.1f} s -> {out}")
     return summary
 
 
-def _write_outputs(out: Path, cfg: Any, loop: RefinementLoop, img: np.ndarray, before: np.ndarray,
+def _write_outputs(out: Path, cfg: Any, loop: RefineRun, img: np.ndarray, before: np.ndarray,
                    after: np.ndarray, spacing: tuple, summary: dict) -> None:
     """Mask, SWC and report into ``out/.partial``, then moved into ``out`` together (all or nothing)."""
     staging = out / STAGING

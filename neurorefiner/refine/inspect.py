@@ -13,16 +13,17 @@ CONF_AGENT = Path(__file__).resolve().parents[2] / "conf" / "agent"
 
 
 def build_inspector(agent: str = "heuristic"):  # type: ignore[no-untyped-def]
-    """The Inspector of ``conf/agent/<agent>.yaml`` (composed through Hydra, as refine.py does)."""
+    """The Inspector of ``conf/agent/<agent>.yaml``: the one of the run ``refine.py`` would build (its config
+    composed through Hydra, the run built by :class:`~neurorefiner.refine.run.RefineRun`)."""
     from hydra import compose, initialize_config_dir
 
-    from neurorefiner.agents.factory import build_agents
+    from neurorefiner.refine.run import RefineRun
 
     conf = CONF_AGENT.parent
     with initialize_config_dir(version_base="1.3", config_dir=str(conf)):
         cfg = compose(config_name="refine", overrides=["image=_", "mask=_", f"agent={agent}",
                                                        "paths.output_dir=_"])
-    return build_agents(cfg.agent)[0].inspector
+    return RefineRun.from_config(cfg).agents.inspector
 
 
 def inspect_volume(image: np.ndarray, mask: np.ndarray, spacing=(1.0, 1.0, 1.0), block_size: int = 128,
