@@ -16,6 +16,7 @@ from neurorefiner.cli import (
     review,
     score,
     segment,
+    shards,
     study,
     synth,
     trace,
@@ -36,6 +37,7 @@ app.command("trace", help=trace.__doc__)(trace.trace)
 app.command("score", help=score.__doc__)(score.score)
 app.command("segment", help=segment.__doc__)(segment.segment)
 app.command("init-masks", help=init_masks.__doc__)(init_masks.init_masks)
+app.command("make-shards", help=shards.__doc__)(shards.make_shards)
 app.command("edit", help=edit.__doc__)(edit.edit)
 app.command("inspect", help=inspect.__doc__)(inspect.inspect)
 app.command("refiner-card", help=refiner_card.__doc__)(refiner_card.refiner_card)

@@ -23,7 +23,7 @@ import lightning as L
 import numpy as np
 import torch
 import torch.nn.functional as F
-from monai.losses import DiceCELoss
+from monai.losses import DiceCELoss, SoftclDiceLoss
 
 from neurorefiner.models.text_encoders import TextEncoder
 from neurorefiner.topology.components import betti0
@@ -59,6 +59,16 @@ def instructed_target(mask: torch.Tensor, gold: torch.Tensor, region: torch.Tens
     return torch.where(sel, added, removed).to(mask.dtype)
 
 
+def change_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mask logits read as logits of the change to ``mask``: where the mask is set, "foreground" means
+    "keep" (no change), so the two channels swap (one channel: the sign flips). The CE of these against
+    ``mask XOR target`` equals the mask CE; the Dice of the change does not."""
+    m = mask.bool()
+    if logits.shape[1] == 1:
+        return torch.where(m, -logits, logits)
+    return torch.where(m, logits.flip(1), logits)
+
+
 def operation_adds(mask: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """(B,) bool: does the target add more voxels to the mask than it removes (connect / repair)?"""
     m, t = mask.bool().flatten(1), target.bool().flatten(1)
@@ -83,6 +93,13 @@ class TopoRefineModule(L.LightningModule):
             target): they count ``1 + edit_weight`` times in the CE. They are a tiny share of a block, so
             plain CE + Dice first learns to copy the mask and is slow to learn the edit itself; 0 gives the
             paper's plain CE + Dice.
+        residual: read the output as the *change* to the input mask and put the loss there: cross-entropy +
+            Dice of the change (input XOR output) against the edit (input XOR target). The mask-space CE is the
+            same number; the Dice is not: on the mask it is dominated by the voxels left alone, on the change
+            it is all about the edit. The network and what it returns stay as they are (mask logits).
+        cldice_weight: weight of MONAI's SoftclDiceLoss (soft skeleton recall/precision, Shit et al. 2021) on
+            the foreground of the output mask: a term that pays for a continuous neurite, which a filled
+            gap makes and a voxel-wise loss hardly notices. 0 = off.
         cosine: cosine-anneal the learning rate over ``trainer.max_steps`` when that is set.
         net_config, text_encoder_config: the Hydra nodes of both, stored in the checkpoint so that
             :class:`~neurorefiner.inference.refiner.TopoRefiner` can rebuild the model from the file alone.
@@ -92,7 +109,7 @@ class TopoRefineModule(L.LightningModule):
     def __init__(self, net: torch.nn.Module, text_encoder: TextEncoder | None = None,
                  optimizer: Callable[..., torch.optim.Optimizer] | None = None, lr: float | None = None,
                  ce_weight: float = 1.0, dice_weight: float = 1.0, swap_instruction_prob: float = 0.25,
-                 edit_weight: float = 0.0,
+                 edit_weight: float = 0.0, residual: bool = False, cldice_weight: float = 0.0,
                  cosine: bool = True, net_config: dict | None = None, text_encoder_config: dict | None = None,
                  stage: int | None = None) -> None:
         super().__init__()
@@ -102,6 +119,8 @@ class TopoRefineModule(L.LightningModule):
             raise ValueError("ce_weight and dice_weight must be >= 0 and not both 0")
         if edit_weight < 0:
             raise ValueError(f"edit_weight must be >= 0, got {edit_weight}")
+        if cldice_weight < 0:
+            raise ValueError(f"cldice_weight must be >= 0, got {cldice_weight}")
         if lr is not None and lr <= 0:
             raise ValueError(f"lr must be > 0, got {lr}")
         self.save_hyperparameters(ignore=["net", "text_encoder", "optimizer"])
@@ -109,6 +128,7 @@ class TopoRefineModule(L.LightningModule):
         self.text_encoder = text_encoder
         self.optimizer_factory = optimizer
         self.loss_fn = DiceCELoss(to_onehot_y=True, softmax=True, lambda_ce=ce_weight, lambda_dice=dice_weight)
+        self.cldice_fn = SoftclDiceLoss(iter_=3, include_background=False) if cldice_weight > 0 else None
         self._val_sums: dict[str, list[float]] | None = None
 
     def record_configs(self, net_config: dict | None, text_encoder_config: dict | None) -> None:
@@ -151,7 +171,15 @@ class TopoRefineModule(L.LightningModule):
         return instr, target, region
 
     def _loss(self, logits: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        loss = self.loss_fn(logits, target.float())
+        if self.hparams.get("residual", False):
+            loss = self.loss_fn(change_logits(logits, mask), (mask.bool() ^ target.bool()).float())
+        else:
+            loss = self.loss_fn(logits, target.float())
+        if self.cldice_fn is not None:
+            fg = self.net.probabilities(logits) if hasattr(self.net, "probabilities") else torch.sigmoid(logits)
+            two = torch.cat([1 - fg, fg], dim=1)  # SoftclDiceLoss reads channel 1 on (B, 2, ...) probabilities
+            tgt = torch.cat([1 - target.float(), target.float()], dim=1)
+            loss = loss + float(self.hparams.cldice_weight) * self.cldice_fn(two, tgt)
         w = float(self.hparams.edit_weight)
         if w > 0:
             edit = (mask.bool() ^ target.bool())[:, 0]

@@ -102,7 +102,8 @@ def refiner_settings(cfg: DictConfig) -> dict[str, Any]:
     """What shapes a stage's weights, for :func:`resume_point`: the stage's data and rates, the network, the text
     encoder, the seed; not the budget, the folders or the loader's workers."""
     stage, node = _stage_node(cfg)
-    drop = {"max_steps", "max_epochs", "resume", "ckpt_dir", "checkpoint_name", "num_workers", "keyed_sampling"}
+    drop = {"max_steps", "max_epochs", "resume", "ckpt_dir", "checkpoint_name", "num_workers", "keyed_sampling",
+            "checkpoint_minutes"}
     return {"stage": str(stage), "node": without(OmegaConf.to_container(node, resolve=True), drop),
             "model": OmegaConf.to_container(cfg.model, resolve=True),
             "text_encoder": OmegaConf.to_container(cfg.text_encoder, resolve=True), "seed": cfg.get("seed")}
@@ -133,18 +134,17 @@ def train_refiner(cfg: DictConfig) -> dict[str, float]:
     if node.get("init_from"):
         load_net_weights(module.net, node.init_from, exclude=tuple(node.get("init_exclude") or ()))
 
-    from lightning.pytorch.callbacks import ModelCheckpoint
-
     from neurorefiner.training.distributed import check_launch, config_callbacks
 
     check_launch(cfg)
     # the state of an unfinished run (weights, optimiser, schedule, loop counters), saved every epoch by rank 0:
     # a killed run started again with the same command resumes from it; a finished run removes it
     run_dir = run_state_dir(cfg)
-    latest = ModelCheckpoint(dirpath=run_dir, filename="last", monitor=None, save_top_k=1, every_n_epochs=1,
-                             save_on_train_epoch_end=True, enable_version_counter=False)
+    latest = latest_checkpoint(run_dir, node.get("checkpoint_minutes"))
+    from neurorefiner.training.progress import ProgressLog
+
     overrides: dict[str, Any] = {"logger": build_loggers(cfg) or False, "enable_checkpointing": True,
-                                 "callbacks": [*config_callbacks(cfg), latest]}
+                                 "callbacks": [*config_callbacks(cfg), latest, ProgressLog(run_dir / "progress.json")]}
     if node.get("max_steps") is not None:
         overrides["max_steps"] = int(node.max_steps)
         overrides["max_epochs"] = -1
@@ -176,6 +176,23 @@ def train_refiner(cfg: DictConfig) -> dict[str, float]:
         (run_dir / "last.ckpt").unlink(missing_ok=True)  # finished: the next run of this command starts afresh
         ship(cfg, with_cards(ckpt))
     return metrics
+
+
+def latest_checkpoint(run_dir: Path, minutes: float | None = None):  # type: ignore[no-untyped-def]
+    """The callback that keeps ``<run_dir>/last.ckpt``: every epoch, or every ``minutes`` of training
+    (``stages.<n>.checkpoint_minutes``: a long run on a shared machine loses at most that much when it is
+    stopped, whatever its epoch length)."""
+    from datetime import timedelta
+
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    if minutes:
+        if float(minutes) <= 0:
+            raise InputError(f"checkpoint_minutes must be > 0, got {minutes}")
+        return ModelCheckpoint(dirpath=run_dir, filename="last", monitor=None, save_top_k=1,
+                               train_time_interval=timedelta(minutes=float(minutes)), enable_version_counter=False)
+    return ModelCheckpoint(dirpath=run_dir, filename="last", monitor=None, save_top_k=1, every_n_epochs=1,
+                           save_on_train_epoch_end=True, enable_version_counter=False)
 
 
 def run_state_dir(cfg: DictConfig) -> Path:

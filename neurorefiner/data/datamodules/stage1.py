@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import lightning as L
 import numpy as np
@@ -169,7 +170,8 @@ def make_stage1_sample(image: np.ndarray, gold_mask: np.ndarray, rng: np.random.
     from the named region (:func:`add_distractor`); it is in both ``mask`` and ``target``.
     Returns ``image`` float32, ``mask`` (defective) / ``target`` / ``region`` bool, all (D, H, W),
     ``instruction`` (str), ``instruction_obj``, ``kind`` (break | paste | noise | touch), ``start`` (crop
-    origin), ``distractor`` (kind of the unnamed defect, or "").
+    origin), ``distractor`` (kind of the unnamed defect, or ""), ``change`` (bool: the named defect's voxels,
+    what the instruction was written from; the sample shards keep it to write the instruction again).
     """
     if not 0.0 <= distractor_prob <= 1.0:
         raise ValueError(f"distractor_prob must be in [0, 1], got {distractor_prob}")
@@ -216,7 +218,7 @@ def make_stage1_sample(image: np.ndarray, gold_mask: np.ndarray, rng: np.random.
         return {"image": img, "mask": mask, "target": target,
                 "region": region, "instruction": defect.instruction.format(),
                 "instruction_obj": defect.instruction, "kind": defect.kind, "start": tuple(start),
-                "distractor": distractor}
+                "distractor": distractor, "change": defect.changed}
     raise ValueError(f"no defect could be made in {max_tries} crops of size {size}: the gold mask has too "
                      f"little foreground (fewer than {min_foreground} voxels per crop) or no breakable neurite")
 
@@ -307,6 +309,9 @@ class Stage1DefectDataModule(L.LightningDataModule):
     ``distractor_prob``: share of samples with a second, unnamed defect (see the module docstring).
     ``keyed_sampling``: draw training crops by key (:class:`~neurorefiner.data.samplers.KeyedCropSampler`:
     disjoint across ranks, the same after a resume); None = only in a distributed run.
+    ``shards``: a folder holding ``train/`` and ``val/`` sample shards (``neurorefiner make-shards``): training
+    and validation items are then read from them (no volume is loaded, nothing is synthesised per step);
+    ``redescribe`` writes their instructions anew with today's describing functions.
     """
 
     def __init__(self, dataset="tiny", crop_size: Sequence[int] = (32, 64, 64),  # type: ignore[no-untyped-def]
@@ -314,8 +319,10 @@ class Stage1DefectDataModule(L.LightningDataModule):
                  val_samples: int = 32, seed: int = 0, train_split: str | None = None,
                  val_split: str | None = None, val_cases: int = 1, max_cases: int | None = None,
                  defects: DefectConfig | Mapping | None = None, min_foreground: int = 20,
-                 distractor_prob: float = 0.0, keyed_sampling: bool | None = None):
+                 distractor_prob: float = 0.0, keyed_sampling: bool | None = None, shards: str | None = None,
+                 redescribe: bool = True):
         super().__init__()
+        self.shards, self.redescribe = (str(shards) if shards else None), bool(redescribe)
         if not 0.0 <= distractor_prob <= 1.0:
             raise ValueError(f"distractor_prob must be in [0, 1], got {distractor_prob}")
         self.keyed_sampling = keyed_sampling
@@ -338,7 +345,7 @@ class Stage1DefectDataModule(L.LightningDataModule):
         self._val_items: list[dict] | None = None
 
     def setup(self, stage: str | None = None) -> None:
-        if self.train_volumes:
+        if self.train_volumes or self.shards:
             return
         train_cases: list[Case] = []
         val_cases: list[Case] = []
@@ -355,6 +362,8 @@ class Stage1DefectDataModule(L.LightningDataModule):
 
     def val_items(self) -> list[dict]:
         """The fixed validation samples (made once: the same every epoch)."""
+        if self._val_items is None and self.shards:
+            self._val_items = shard_val_items(self.shards, self.val_samples, self.seed, self.redescribe)
         if self._val_items is None:
             self.setup()
             ds = DefectSampleDataset(self.val_volumes, self.crop_size, self.val_samples, self.defects,
@@ -365,9 +374,15 @@ class Stage1DefectDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         self.setup()
-        ds = DefectSampleDataset(self.train_volumes, self.crop_size, self.samples_per_epoch, self.defects,
-                                 seed=None, min_foreground=self.min_foreground,
-                                 distractor_prob=self.distractor_prob)
+        if self.shards:
+            from neurorefiner.data.sample_shards import ShardDataset
+
+            ds: Dataset = ShardDataset(Path(self.shards) / "train", augment=True, redescribe=self.redescribe,
+                                       length=self.samples_per_epoch)
+        else:
+            ds = DefectSampleDataset(self.train_volumes, self.crop_size, self.samples_per_epoch, self.defects,
+                                     seed=None, min_foreground=self.min_foreground,
+                                     distractor_prob=self.distractor_prob)
         sampler = KeyedCropSampler(len(ds), self.seed) if use_keyed(self.keyed_sampling) else None
         return DataLoader(ds, batch_size=self.batch_size, shuffle=False, num_workers=self.num_workers,
                           worker_init_fn=_worker_init if self.num_workers else None, sampler=sampler,
@@ -375,6 +390,15 @@ class Stage1DefectDataModule(L.LightningDataModule):
 
     def val_dataloader(self) -> DataLoader:
         return val_loader(ListDataset(self.val_items()), self.batch_size)
+
+
+def shard_val_items(shards: str | Path, n: int | None, seed: int, redescribe: bool = True) -> list[dict]:
+    """The fixed validation items of a shard folder's ``val/`` set: its first ``n`` samples (all when None),
+    unflipped, each variant's instruction and wrong place drawn from ``seed`` (the same every epoch)."""
+    from neurorefiner.data.sample_shards import ShardDataset
+
+    ds = ShardDataset(Path(shards) / "val", augment=False, redescribe=redescribe, seed=seed + 1_000_003)
+    return [ds[i] for i in range(len(ds) if n is None else min(int(n), len(ds)))]
 
 
 def val_loader(dataset: Dataset, batch_size: int, **kwargs) -> DataLoader:  # type: ignore[no-untyped-def]

@@ -42,6 +42,7 @@ from neurorefiner.data.datamodules.stage1 import (
     check_not_held_out,
     crop_padded,
     resolve_datasets,
+    shard_val_items,
     to_item,
     val_loader,
 )
@@ -366,6 +367,9 @@ class Stage2MinedDataModule(L.LightningDataModule):
     named operation, only inside the named region) or ``local`` (gold inside the instruction's region,
     the input mask elsewhere: teaches to edit only where told).
     ``keyed_sampling``: as :class:`Stage1DefectDataModule` (None = keyed only in a distributed run).
+    ``shards``: a folder holding ``train/`` and ``val/`` stage-2 sample shards (``neurorefiner make-shards
+    --stage 2``): items are then read from them, no mining; ``replay_shards``: the stage-1 shard folder the
+    ``replay_prob`` share of training items comes from (its ``train/``).
     """
 
     def __init__(self, dataset="tiny", segmenters: Sequence[str] | None = None,  # type: ignore[no-untyped-def]
@@ -377,8 +381,12 @@ class Stage2MinedDataModule(L.LightningDataModule):
                  max_crops: int | None = None, writer: InstructionWriter | str | None = None,
                  target: str = "gold", augment: bool = True, init_masks_root: str | Path | None = None,
                  cache_root: str | Path | None = None, progress: bool = True, replay_prob: float = 0.0,
-                 replay: Mapping | None = None, keyed_sampling: bool | None = None):
+                 replay: Mapping | None = None, keyed_sampling: bool | None = None, shards: str | None = None,
+                 replay_shards: str | None = None, redescribe: bool = True):
         super().__init__()
+        self.shards = str(shards) if shards else None
+        self.replay_shards = str(replay_shards) if replay_shards else None
+        self.redescribe = bool(redescribe)
         self.keyed_sampling = keyed_sampling
         if not 0.0 <= replay_prob <= 1.0:
             raise ValueError(f"replay_prob must be in [0, 1], got {replay_prob}")
@@ -475,7 +483,7 @@ class Stage2MinedDataModule(L.LightningDataModule):
         return crops
 
     def setup(self, stage: str | None = None) -> None:
-        if self.crops:
+        if self.crops or self.shards:
             return
         self.crops = self.mine()
         for s in self.sources.values():  # load everything now: workers then share it
@@ -503,14 +511,32 @@ class Stage2MinedDataModule(L.LightningDataModule):
                                 self.target)
 
     def val_items(self) -> list[dict]:
+        if self._val_items is None and self.shards:
+            self._val_items = shard_val_items(self.shards, self.val_samples, self.seed, self.redescribe)
         if self._val_items is None:
             self.setup()
             ds = self._dataset(self.val_crops, None, augment=False)
             self._val_items = [ds[i] for i in range(len(ds))]
         return self._val_items
 
+    def _shard_train(self) -> Dataset:
+        from neurorefiner.data.sample_shards import MixedDataset, ShardDataset
+
+        mined = ShardDataset(Path(self.shards) / "train", augment=self.augment,  # type: ignore[arg-type]
+                             redescribe=self.redescribe, length=self.samples_per_epoch)
+        if self.replay_prob <= 0 or not self.replay_shards:
+            return mined
+        replay = ShardDataset(Path(self.replay_shards) / "train", augment=True, redescribe=self.redescribe,
+                              length=self.samples_per_epoch)
+        return MixedDataset([mined, replay], [1.0 - self.replay_prob, self.replay_prob], self.samples_per_epoch)
+
     def train_dataloader(self) -> DataLoader:
         self.setup()
+        if self.shards:
+            sampler = KeyedCropSampler(self.samples_per_epoch, self.seed) if use_keyed(self.keyed_sampling) else None
+            return DataLoader(self._shard_train(), batch_size=self.batch_size, sampler=sampler,
+                              num_workers=self.num_workers, worker_init_fn=_worker_init if self.num_workers else None,
+                              persistent_workers=self.num_workers > 0)
         ds = self._dataset(self.train_crops, self.samples_per_epoch, augment=self.augment)
         if not self.augment:  # plain pass over the crops, shuffled
             ds = self._dataset(self.train_crops, None, augment=False)

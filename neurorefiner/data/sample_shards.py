@@ -1,0 +1,577 @@
+"""TopoRefineNet training samples written once to disk shards, read back by the stage datamodules.
+
+Why: making a stage-1 defect or a stage-2 mined crop costs about as much CPU as a training step of the
+CPU-size network, so a run that synthesises as it trains spends half its budget on data. Here the samples
+are made once, in parallel worker processes, and training only reads them (memory-mapped ``.npy``).
+
+What a sample holds (crop (D, H, W) = (z, y, x)): the image (uint8, 0-255 of the [0, 1] crop), the input
+mask, the corrected mask, and the **change** -- the voxels of the one defect the instruction names -- with
+its side (``fn`` missing foreground / ``fp`` extra) and whether an extra piece is attached to the neuron.
+The instruction is *not* fixed in the shard: the reader writes it again from the change with the
+project's describing functions (:mod:`neurorefiner.defects.describe`), in the crop's own frame, after the
+random flips. So a change of the instruction writer (the Advisor's sentences) needs no new shards; the
+text written at generation time and the writer's version (:func:`writer_version`) are still stored, so a
+reader can tell (``redescribe=False`` reads the stored text).
+
+Balance: every sample is drawn for one **operation** -- ``connect`` (missing foreground: break, gap),
+``remove`` (a loose false piece) or ``cut`` (a false branch attached to the neuron) -- in set shares, and
+for one **variant**: ``correct``, ``wrong_place`` (the same operation named where there is nothing to do)
+or ``opposite`` (the opposite operation at the defect). The last two are hard negatives: their target is
+the input mask, unchanged, which is what the editor probe asks of them.
+
+Stage 1: synthetic defects cut into gold masks (:func:`~neurorefiner.data.datamodules.stage1.make_stage1_sample`,
+distractors included). Stage 2: the segmenters' own errors (their initial masks against gold, training
+splits only) -- a crop placed around one error as the stage-1 crops hold their defects
+(:func:`~neurorefiner.defects.describe.crop_start`), the change the error's voxels grown by two voxels
+within the mask/gold difference, the target the mask with that one error undone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing as mp
+import os
+import shutil
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from scipy import ndimage
+from torch.utils.data import Dataset
+
+from neurorefiner.errors import InputError
+
+Triple = tuple[int, int, int]
+OPS = ("connect", "remove", "cut")
+VARIANTS = ("correct", "wrong_place", "opposite")
+STAGE1_KINDS = {"connect": ("break",), "remove": ("paste", "noise"), "cut": ("touch",)}
+MANIFEST = "manifest.json"
+FORMAT_VERSION = 1
+_CUBE = np.ones((3, 3, 3), dtype=bool)
+_WRITER_FILES = ("defects/describe.py", "topology/instructions.py", "topology/positions.py")
+
+
+def writer_version() -> str:
+    """Version of the instruction writer: a hash of the describing functions' source files. Stored in each
+    manifest; the reader warns when the writer changed since (and writes the instructions anew anyway)."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha1()
+    for rel in _WRITER_FILES:
+        h.update((root / rel).read_bytes())
+    return f"describe@{h.hexdigest()[:12]}"
+
+
+@dataclass
+class ShardSettings:
+    """How a set of shards is made (stored in the manifest)."""
+
+    stage: int = 1
+    crop_size: Triple = (32, 64, 64)
+    op_shares: dict = field(default_factory=lambda: {"connect": 0.4, "remove": 0.3, "cut": 0.3})
+    variant_shares: dict = field(default_factory=lambda: {"correct": 0.6, "wrong_place": 0.2, "opposite": 0.2})
+    distractor_prob: float = 0.3  # stage 1: a second, unnamed defect the target keeps
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.crop_size = tuple(int(s) for s in self.crop_size)  # type: ignore[assignment]
+        for name, shares, known in (("op_shares", self.op_shares, OPS), ("variant_shares", self.variant_shares,
+                                                                           VARIANTS)):
+            bad = set(shares) - set(known)
+            if bad or any(float(v) < 0 for v in shares.values()) or sum(map(float, shares.values())) <= 0:
+                raise ValueError(f"{name} must give shares >= 0 (not all 0) of {known}, got {dict(shares)}")
+        if len(self.crop_size) != 3 or min(self.crop_size) < 6:
+            raise ValueError(f"crop_size must be three sizes >= 6 (D, H, W), got {self.crop_size}")
+
+
+def _draw(rng: np.random.Generator, shares: Mapping[str, float]) -> str:
+    names = list(shares)
+    p = np.array([float(shares[k]) for k in names])
+    return names[int(rng.choice(len(names), p=p / p.sum()))]
+
+
+# ------------------------------------------------------------------------------------------- describing
+def branch_ends(change: np.ndarray, kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(tip, junction) of an attached false branch ``change``: the junction is the mean of its voxels
+    touching ``kept`` (the structure that stays), the tip its voxel farthest from there."""
+    coords = np.argwhere(change)
+    lo = np.maximum(coords.min(axis=0) - 1, 0)
+    box = tuple(slice(a, b) for a, b in zip(lo, coords.max(axis=0) + 2, strict=True))  # the branch, grown by one
+    touching = change[box] & ndimage.binary_dilation(kept[box], _CUBE)
+    junction = np.argwhere(touching).mean(axis=0) + lo if touching.any() else coords.mean(axis=0)
+    tip = coords[int(np.argmax(((coords - junction) ** 2).sum(axis=1)))]
+    return tip.astype(float), junction
+
+
+def describe_sample(change: np.ndarray, side: str, attached: bool, target: np.ndarray):  # type: ignore[no-untyped-def]
+    """The instruction for undoing ``change`` in this crop, written by the project's describing functions:
+    missing foreground -> connect/repair, a loose piece -> remove, an attached branch -> remove from its
+    tip to its junction (falling back to the loose-piece form when both ends share a cell)."""
+    from neurorefiner.defects.describe import describe_branch, describe_change
+
+    if side == "fp" and attached:
+        tip, junction = branch_ends(change, target & ~change)
+        ins = describe_branch(tip, junction, change.shape)
+        if ins is not None:
+            return ins
+    return describe_change(change, side)
+
+
+def wrong_place(ins, avoid: np.ndarray, rng: np.random.Generator, tries: int = 40):  # type: ignore[no-untyped-def]
+    """The same operation (and form: one cell or from-to) named at a random place whose region holds none
+    of ``avoid`` (every voxel the crop's edits touch, grown); None when no such place was found."""
+    from neurorefiner.topology.instructions import Instruction
+    from neurorefiner.topology.positions import all_positions, cell_index
+
+    shape = avoid.shape
+    cells = {tuple(c) for c in cell_index(np.argwhere(avoid), shape)} if avoid.any() else set()
+    positions = all_positions()
+    for _ in range(tries):
+        a = positions[int(rng.integers(len(positions)))]
+        b = None
+        if ins.end is not None:
+            b = positions[int(rng.integers(len(positions)))]
+            if b == a:
+                continue
+        ps = [a] if b is None else [a, b]
+        lo = np.min([p.cell for p in ps], axis=0)
+        hi = np.max([p.cell for p in ps], axis=0)
+        if any(all(lo[i] <= c[i] <= hi[i] for i in range(3)) for c in cells):
+            continue
+        cand = Instruction(ins.op, a, b)
+        if not (cand.region(shape) & avoid).any():
+            return cand
+    return None
+
+
+def instruction_for(sample: Mapping[str, Any], variant: str, rng: np.random.Generator, redescribe: bool = True):  # type: ignore[no-untyped-def]
+    """(instruction, target) of one stored sample under ``variant``; the target of a hard negative is the
+    input mask. A wrong place that cannot be found leaves the sample correct."""
+    from neurorefiner.topology.instructions import parse_instruction
+
+    mask, target, change = sample["mask"], sample["target"], sample["change"]
+    if redescribe or not sample.get("instruction"):
+        correct = describe_sample(change, sample["side"], bool(sample["attached"]), target)
+    else:
+        correct = parse_instruction(sample["instruction"])
+    if variant == "opposite":
+        return correct.opposite(), mask
+    if variant == "wrong_place":
+        avoid = ndimage.binary_dilation(mask ^ target, _CUBE, iterations=2)
+        other = wrong_place(correct, avoid, rng)
+        if other is not None:
+            return other, mask
+    return correct, target
+
+
+# ------------------------------------------------------------------------------------------- stage 1
+def stage1_record(volumes: Sequence[Any], rng: np.random.Generator, settings: ShardSettings) -> dict:
+    """One stage-1 sample for a drawn operation: a synthetic defect of a kind that asks for it."""
+    from neurorefiner.data.datamodules.stage1 import make_stage1_sample
+    from neurorefiner.defects.generate import DefectConfig
+
+    op = _draw(rng, settings.op_shares)
+    kinds = STAGE1_KINDS[op]
+    kind = kinds[int(rng.integers(len(kinds)))]
+    w = np.array([max(v.fg.size, 1) for v in volumes], dtype=np.float64)
+    for _ in range(20):
+        i = int(rng.choice(len(volumes), p=w / w.sum()))
+        vol = volumes[i]
+        others = [v for j, v in enumerate(volumes) if j != i]
+        try:
+            s = make_stage1_sample(vol.image, vol.gold, rng, settings.crop_size, [v.gold for v in others],
+                                   DefectConfig.build({"probs": {kind: 1.0}}), fg=vol.fg,
+                                   other_fg=[v.fg for v in others], distractor_prob=settings.distractor_prob,
+                                   max_tries=10)
+        except ValueError:
+            continue
+        return {"image": s["image"], "mask": s["mask"], "target": s["target"], "change": s["change"],
+                "side": "fn" if kind == "break" else "fp", "attached": kind == "touch", "op": op, "kind": kind,
+                "source": vol.name, "start": list(s["start"]), "instruction": s["instruction"],
+                "distractor": s["distractor"]}
+    raise ValueError(f"no {kind} defect could be made in 20 crops")
+
+
+# ------------------------------------------------------------------------------------------- stage 2
+@dataclass
+class ErrorPiece:
+    """One error of a segmenter's mask against gold: its operation and voxels (flat indices)."""
+
+    op: str  # connect | remove | cut
+    voxels: np.ndarray
+
+
+def find_errors(mask: np.ndarray, gold: np.ndarray, min_voxels: int = 10) -> list[ErrorPiece]:
+    """The errors of a whole mask that matter for topology (:func:`~neurorefiner.data.datamodules.stage2.
+    error_components`): missing gold -> connect; extra foreground -> cut when it touches the mask's
+    true structure (a false branch), remove when it lies loose."""
+    from neurorefiner.data.datamodules.stage2 import error_components
+
+    near = ndimage.binary_dilation(gold, _CUBE)
+    true_part = mask & near
+    out = []
+    for side, comp in error_components(mask, gold, tolerance=1, min_voxels=min_voxels, fp_tolerance=3):
+        if side == "fn":
+            op = "connect"
+        else:
+            box = ndimage.find_objects(comp.astype(np.uint8))[0]
+            box = tuple(slice(max(0, b.start - 4), b.stop + 4) for b in box)
+            grown = ndimage.binary_dilation(comp[box], _CUBE, iterations=4)
+            # attached: the piece and the true structure are one mask component within reach of each other
+            op = "cut" if (grown & true_part[box] & mask[box]).any() else "remove"
+        out.append(ErrorPiece(op, np.flatnonzero(comp)))
+    return out
+
+
+def crop_array(array: np.ndarray, start: Sequence[int], size: Sequence[int]) -> np.ndarray:
+    from neurorefiner.data.datamodules.stage1 import crop_padded
+
+    return crop_padded(array, start, tuple(size))  # type: ignore[arg-type]
+
+
+def stage2_record(sources: Sequence[Any], rng: np.random.Generator, settings: ShardSettings) -> dict:
+    """One stage-2 sample: a crop around one of a segmenter's errors of the drawn operation (another
+    operation when no source has that one)."""
+    from neurorefiner.defects.describe import crop_start
+
+    op = _draw(rng, settings.op_shares)
+    have = [s for s in sources if any(e.op == op for e in s.errors)]
+    if not have:
+        ops = sorted({e.op for s in sources for e in s.errors})
+        if not ops:
+            raise ValueError("the masks hold no error to learn from")
+        op = ops[int(rng.integers(len(ops)))]
+        have = [s for s in sources if any(e.op == op for e in s.errors)]
+    src = have[int(rng.integers(len(have)))]
+    pieces = [e for e in src.errors if e.op == op]
+    piece = pieces[int(rng.integers(len(pieces)))]
+    size = settings.crop_size
+    coords = np.stack(np.unravel_index(piece.voxels, src.gold.shape), axis=1)
+    start = crop_start(coords.mean(axis=0), size, src.gold.shape, rng)
+    mask, gold = crop_array(src.mask, start, size), crop_array(src.gold, start, size)
+    own = np.zeros(size, dtype=bool)
+    local = coords - np.asarray(start)
+    local = local[np.all((local >= 0) & (local < np.asarray(size)), axis=1)]
+    own[tuple(local.T)] = True
+    side = "fn" if op == "connect" else "fp"
+    wrong = (gold & ~mask) if side == "fn" else (mask & ~gold)
+    change = ndimage.binary_dilation(own, _CUBE, iterations=2) & wrong
+    if not change.any():
+        raise ValueError("the error left the crop")
+    return {"image": crop_array(src.image, start, size), "mask": mask, "target": mask ^ change, "change": change,
+            "side": side, "attached": op == "cut", "op": op, "kind": f"mined_{op}", "source": src.name,
+            "start": [int(s) for s in start], "instruction": "", "distractor": ""}
+
+
+# ------------------------------------------------------------------------------------------- writing
+def _pack(a: np.ndarray) -> np.ndarray:
+    return np.packbits(np.asarray(a, dtype=bool).ravel())
+
+
+def write_shard(folder: Path, records: Sequence[Mapping[str, Any]], size: Triple) -> None:
+    """One shard: ``image.npy`` uint8 (N, D, H, W), ``mask/target/change.npy`` packed bits (N, bytes),
+    ``samples.json`` the rest; written to a temporary folder, then renamed (never half-written)."""
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    img = np.stack([np.clip(np.rint(np.asarray(r["image"], np.float32) * 255), 0, 255).astype(np.uint8)
+                    for r in records])
+    np.save(tmp / "image.npy", img)
+    for key in ("mask", "target", "change"):
+        np.save(tmp / f"{key}.npy", np.stack([_pack(r[key]) for r in records]))
+    meta = [{k: r[k] for k in ("side", "attached", "op", "kind", "variant", "source", "start", "instruction",
+                               "distractor")} for r in records]
+    (tmp / "samples.json").write_text(json.dumps(meta))
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(load: Callable[[], list], settings: ShardSettings, maker: Callable) -> None:
+    torch.set_num_threads(1)
+    _WORKER.update(items=load(), settings=settings, maker=maker)
+
+
+def _make_shard(job: tuple[Path, int, int]) -> tuple[str, dict]:
+    folder, index, n = job
+    settings: ShardSettings = _WORKER["settings"]
+    rng = np.random.default_rng([settings.seed, settings.stage, index])
+    records, failures = [], 0
+    while len(records) < n:
+        try:
+            rec = _WORKER["maker"](_WORKER["items"], rng, settings)
+        except ValueError:
+            failures += 1
+            if failures > 20 * n:
+                raise
+            continue
+        rec["variant"] = _draw(rng, settings.variant_shares)
+        records.append(rec)
+    write_shard(folder, records, settings.crop_size)
+    counts: dict[str, int] = {}
+    for r in records:
+        for key in (f"op:{r['op']}", f"variant:{r['variant']}", f"kind:{r['kind']}"):
+            counts[key] = counts.get(key, 0) + 1
+    return folder.name, counts
+
+
+def write_shards(out: Path, load: Callable[[], list], maker: Callable, settings: ShardSettings, n_samples: int,
+                 shard_size: int = 256, workers: int = 2, sources: Sequence[str] = (), progress: bool = True) -> dict:
+    """Write ``n_samples`` samples in shards of ``shard_size`` under ``out`` with ``workers`` processes
+    (each loads its volumes once with ``load``, a picklable callable), then ``manifest.json``. Shards
+    already there (same settings) are kept: an interrupted run continues."""
+    from tqdm import tqdm
+
+    out = Path(out)
+    if n_samples < 1 or shard_size < 1 or workers < 1:
+        raise ValueError("n_samples, shard_size and workers must be >= 1")
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = out / "settings.json"
+    wanted = json.dumps(asdict(settings), sort_keys=True, default=list)
+    if stamp.exists() and stamp.read_text() != wanted:
+        raise InputError("holds shards made with other settings; choose another folder or delete it", out)
+    stamp.write_text(wanted)
+    sizes = [min(shard_size, n_samples - i) for i in range(0, n_samples, shard_size)]
+    jobs = [(out / f"shard-{i:05d}", i, n) for i, n in enumerate(sizes)]
+    todo = [j for j in jobs if not (j[0] / "samples.json").exists()]
+    t0 = time.time()
+    if todo:
+        ctx = mp.get_context("fork" if hasattr(os, "fork") else "spawn")
+        if workers == 1:
+            _init_worker(load, settings, maker)
+            results = map(_make_shard, todo)
+            bar = tqdm(results, total=len(todo), desc=f"stage-{settings.stage} shards", disable=not progress)
+            list(bar)
+        else:
+            with ctx.Pool(min(workers, len(todo)), initializer=_init_worker, initargs=(load, settings, maker)) as pool:
+                list(tqdm(pool.imap_unordered(_make_shard, todo), total=len(todo),
+                          desc=f"stage-{settings.stage} shards", disable=not progress))
+    counts: dict[str, int] = {}
+    for folder, _, _ in jobs:
+        for r in json.loads((folder / "samples.json").read_text()):
+            for key in (f"op:{r['op']}", f"variant:{r['variant']}", f"kind:{r['kind']}"):
+                counts[key] = counts.get(key, 0) + 1
+    manifest = {"format": FORMAT_VERSION, "stage": settings.stage, "n_samples": n_samples,
+                "crop_size": list(settings.crop_size), "shards": [j[0].name for j in jobs], "sizes": sizes,
+                "writer_version": writer_version(), "settings": asdict(settings), "sources": list(sources),
+                "counts": dict(sorted(counts.items())), "seconds": round(time.time() - t0, 1),
+                "created": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    from neurorefiner.io.atomic import atomic_path
+
+    with atomic_path(out / MANIFEST) as tmp:
+        Path(tmp).write_text(json.dumps(manifest, indent=1))
+    return manifest
+
+
+# ------------------------------------------------------------------------------------------- reading
+class ShardDataset(Dataset):
+    """The samples of one shard folder as batch items (the stage datamodules' contract).
+
+    ``augment``: random flips along each axis, drawn per item (fresh every epoch); ``redescribe``: write
+    each instruction anew from the stored change with today's describing functions (default), else read
+    the stored text (mirrored with the flips). ``variants``: None = the stored variant of each sample, else
+    the variants to keep (e.g. ``["correct"]``). ``length``: items per epoch (None = every sample once).
+    """
+
+    def __init__(self, root: str | Path, augment: bool = True, redescribe: bool = True,
+                 variants: Sequence[str] | None = None, length: int | None = None, seed: int | None = None):
+        root = Path(root)
+        path = root / MANIFEST
+        if not path.exists():
+            raise InputError("no sample shards here (make them with `neurorefiner make-shards`)", root)
+        self.manifest = json.loads(path.read_text())
+        if self.manifest.get("format") != FORMAT_VERSION:
+            raise InputError(f"shard format {self.manifest.get('format')} is not {FORMAT_VERSION}", path)
+        self.root, self.augment, self.redescribe, self.seed = root, bool(augment), bool(redescribe), seed
+        self.size: Triple = tuple(self.manifest["crop_size"])  # type: ignore[assignment]
+        self.stale = self.manifest.get("writer_version") != writer_version()
+        self._arrays: dict[str, dict[str, np.ndarray]] = {}
+        self.index: list[tuple[str, int]] = []
+        self.meta: list[dict] = []
+        keep = set(variants) if variants is not None else None
+        for name in self.manifest["shards"]:
+            for row, m in enumerate(json.loads((root / name / "samples.json").read_text())):
+                if keep is None or m["variant"] in keep:
+                    self.index.append((name, row))
+                    self.meta.append(m)
+        if not self.index:
+            raise InputError(f"no samples of variants {sorted(keep or [])} in these shards", root)
+        self.length = len(self.index) if length is None else int(length)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def _shard(self, name: str) -> dict[str, np.ndarray]:
+        if name not in self._arrays:  # memory-mapped: the page cache, not each worker, holds the data
+            self._arrays[name] = {k: np.load(self.root / name / f"{k}.npy", mmap_mode="r")
+                                  for k in ("image", "mask", "target", "change")}
+        return self._arrays[name]
+
+    def record(self, i: int) -> dict[str, Any]:
+        """Sample ``i`` as stored: image float32 [0, 1], masks bool (D, H, W), and its metadata."""
+        name, row = self.index[i]
+        arrays = self._shard(name)
+        n = int(np.prod(self.size))
+        out = dict(self.meta[i])
+        out["image"] = np.asarray(arrays["image"][row], dtype=np.float32) / 255.0
+        for k in ("mask", "target", "change"):
+            out[k] = np.unpackbits(np.asarray(arrays[k][row]), count=n).astype(bool).reshape(self.size)
+        return out
+
+    def sample(self, index: int, rng: np.random.Generator | None = None) -> dict[str, Any]:
+        """The training sample (numpy): flipped, instruction written, target set by the variant."""
+        from neurorefiner.topology.instructions import parse_instruction
+
+        rng = rng if rng is not None else np.random.default_rng()
+        i = int(rng.integers(len(self.index))) if self.length != len(self.index) else int(index)
+        rec = self.record(i)
+        if self.augment:
+            axes = [a for a in range(3) if rng.random() < 0.5]
+            if axes:
+                for k in ("image", "mask", "target", "change"):
+                    rec[k] = np.ascontiguousarray(np.flip(rec[k], axis=axes))
+                if not self.redescribe and rec.get("instruction"):
+                    rec["instruction"] = parse_instruction(rec["instruction"]).flipped(axes).format()
+        ins, target = instruction_for(rec, rec["variant"], rng, self.redescribe)
+        return {"image": rec["image"], "mask": rec["mask"], "target": target, "region": ins.region(self.size),
+                "instruction": ins.format(), "variant": rec["variant"], "op": rec["op"], "kind": rec["kind"]}
+
+    def __getitem__(self, index: int | tuple[int, ...]) -> dict:
+        from neurorefiner.data.datamodules.stage1 import to_item
+        from neurorefiner.data.samplers import key_rng
+
+        if isinstance(index, tuple):  # a KeyedCropSampler key: the same item on any rank and after a resume
+            rng = key_rng(index)
+            index = int(rng.integers(len(self.index)))
+        elif self.seed is not None:  # fixed items (validation)
+            rng = np.random.default_rng([int(self.seed), int(index)])
+        else:
+            rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, (1,)).item()))
+        return to_item(self.sample(int(index), rng))
+
+
+class MixedDataset(Dataset):
+    """Items drawn from several datasets in set shares (e.g. stage-2 mined shards with stage-1 replay)."""
+
+    def __init__(self, parts: Sequence[Dataset], shares: Sequence[float], length: int):
+        if len(parts) != len(shares) or not parts or min(shares) < 0 or sum(shares) <= 0:
+            raise ValueError("one share >= 0 per dataset, not all 0")
+        self.parts, self.length = list(parts), int(length)
+        self.p = np.asarray(shares, dtype=np.float64) / float(sum(shares))
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int | tuple[int, ...]) -> dict:
+        from neurorefiner.data.samplers import key_rng
+
+        rng = key_rng((*index, 7)) if isinstance(index, tuple) else np.random.default_rng(
+            int(torch.randint(0, 2**31 - 1, (1,)).item()))
+        part = self.parts[int(rng.choice(len(self.parts), p=self.p))]
+        return part[(*index, 8)] if isinstance(index, tuple) else part[int(rng.integers(len(part)))]
+
+
+# ------------------------------------------------------------------------------------------- sources
+@dataclass
+class MaskSource:
+    """A segmenter's mask of one training case, its image and gold, and the errors found in it."""
+
+    name: str
+    image: np.ndarray
+    mask: np.ndarray
+    gold: np.ndarray
+    errors: list
+
+
+@dataclass
+class GoldVolumes:
+    """Picklable loader of the stage-1 gold volumes: the training (``part="train"``) or validation cases
+    of each dataset (:func:`~neurorefiner.data.datamodules.stage1.split_cases`; test splits refused)."""
+
+    datasets: Sequence[str]
+    part: str = "train"
+    val_cases: int = 1
+
+    def cases(self) -> list:
+        from neurorefiner.data.datamodules.stage1 import resolve_datasets, split_cases
+
+        out = []
+        for ds in resolve_datasets(list(self.datasets)):
+            train, val = split_cases(ds, None, None, self.val_cases)
+            out += [(ds.name, c) for c in (train if self.part == "train" else val)]
+        return out
+
+    def __call__(self) -> list:
+        from neurorefiner.data.datamodules.stage1 import load_gold_volume
+
+        return [load_gold_volume(c) for _, c in self.cases()]
+
+
+@dataclass
+class MaskVolumes(GoldVolumes):
+    """Picklable loader of the stage-2 sources: each segmenter's initial mask of each case of ``part``
+    (read from ``<init_masks_root>/<dataset>/<segmenter>/<case>.tif``), with its errors."""
+
+    segmenters: Sequence[str] = ("unet3d", "nnunet_style")
+    init_masks_root: str | None = None
+
+    def paths(self) -> list[tuple[str, Any, str, Path]]:
+        from neurorefiner.paths import init_mask_path
+
+        out = []
+        for dataset, case in self.cases():
+            for seg in self.segmenters:
+                path = init_mask_path(dataset, seg, case.name, root=self.init_masks_root)
+                if path.exists():
+                    out.append((dataset, case, seg, path))
+        return out
+
+    def __call__(self) -> list:
+        from neurorefiner.data.datamodules.stage1 import load_gold_volume
+        from neurorefiner.io import read_mask
+
+        out, golds = [], {}
+        for dataset, case, seg, path in self.paths():
+            if (dataset, case.name) not in golds:
+                golds[(dataset, case.name)] = load_gold_volume(case)
+            vol = golds[(dataset, case.name)]
+            mask = np.asarray(read_mask(path).load(), dtype=bool)
+            if mask.shape != vol.gold.shape:
+                raise InputError(f"mask shape {mask.shape} differs from the image's {vol.gold.shape}", path)
+            out.append(MaskSource(f"{dataset}/{seg}/{case.name}", vol.image, mask, vol.gold,
+                                  find_errors(mask, vol.gold)))
+        return out
+
+
+def make_shards(out: Path, stage: int, datasets: Sequence[str], n_samples: int, part: str = "train",
+                segmenters: Sequence[str] = ("unet3d", "nnunet_style"), init_masks_root: str | None = None,
+                settings: ShardSettings | None = None, shard_size: int = 256, workers: int = 2,
+                progress: bool = True) -> dict:
+    """Stage-1 (synthetic defects in gold) or stage-2 (segmenters' errors) shards of the ``part``
+    (train / val) cases of ``datasets``; see the module docstring."""
+    if part not in ("train", "val"):
+        raise ValueError(f"part must be train or val, got {part!r}")
+    settings = settings or ShardSettings(stage=stage)
+    settings.stage = int(stage)
+    if stage == 1:
+        load: GoldVolumes = GoldVolumes(list(datasets), part)
+        names = [f"{d}/{c.name}" for d, c in load.cases()]
+        maker: Callable = stage1_record
+    elif stage == 2:
+        load = MaskVolumes(list(datasets), part, segmenters=list(segmenters), init_masks_root=init_masks_root)
+        found = load.paths()
+        if not found:
+            raise InputError("no initial masks of these cases; make them first with `neurorefiner init-masks "
+                             "--dataset <name> --split <train split> --segmenter <name>`",
+                             init_masks_root or "data/cache/init_masks")
+        names = [f"{d}/{s}/{c.name}" for d, c, s, _ in found]
+        maker = stage2_record
+    else:
+        raise ValueError(f"stage must be 1 or 2, got {stage}")
+    return write_shards(Path(out), load, maker, settings, n_samples, shard_size, workers, names, progress)

@@ -1,0 +1,185 @@
+"""Sample shards: written once in parallel, read back under the batch contract, instructions rewritten
+from the stored change, hard negatives asking for no change, balanced by operation; stage-2 errors."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from neurorefiner.data.datamodules.stage1 import BATCH_KEYS, GoldVolume, Stage1DefectDataModule
+from neurorefiner.data.sample_shards import (
+    MixedDataset,
+    ShardDataset,
+    ShardSettings,
+    describe_sample,
+    find_errors,
+    instruction_for,
+    stage1_record,
+    stage2_record,
+    write_shards,
+    writer_version,
+)
+from neurorefiner.errors import InputError
+from neurorefiner.topology.instructions import parse_instruction
+from tests.unit.test_stage1_data import neuron_volume
+
+CROP = (16, 32, 32)
+
+
+@dataclass
+class Volumes:
+    """A picklable loader of two small gold volumes (what make_shards' workers call once)."""
+
+    shape: tuple = (24, 48, 48)
+
+    def __call__(self) -> list[GoldVolume]:
+        out = []
+        for seed in (0, 1):
+            image, gold = neuron_volume(seed, self.shape)
+            gold = gold > 0
+            out.append(GoldVolume(f"v{seed}", image, gold, np.flatnonzero(gold)))
+        return out
+
+
+def _settings(**kw) -> ShardSettings:
+    base = {"stage": 1, "crop_size": CROP, "op_shares": {"connect": 0.5, "remove": 0.5, "cut": 0.0},
+            "variant_shares": {"correct": 0.5, "wrong_place": 0.25, "opposite": 0.25}, "distractor_prob": 0.0}
+    return ShardSettings(**{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("shards")
+    for part, n in (("train", 12), ("val", 6)):
+        write_shards(root / part, Volumes(), stage1_record, _settings(seed=0 if part == "train" else 1), n,
+                     shard_size=4, workers=2 if part == "train" else 1, sources=["v0", "v1"], progress=False)
+    return root
+
+
+def test_manifest_counts_and_writer_version(shards: Path) -> None:
+    m = json.loads((shards / "train" / "manifest.json").read_text())
+    assert m["n_samples"] == 12 and m["sizes"] == [4, 4, 4] and len(m["shards"]) == 3
+    assert m["writer_version"] == writer_version() and m["writer_version"].startswith("describe@")
+    assert sum(v for k, v in m["counts"].items() if k.startswith("op:")) == 12
+    assert set(k for k in m["counts"] if k.startswith("op:")) <= {"op:connect", "op:remove"}  # cut share 0
+
+
+def test_items_keep_the_batch_contract_and_variants(shards: Path) -> None:
+    ds = ShardDataset(shards / "train", augment=True)
+    assert len(ds) == 12
+    for i in range(len(ds)):
+        s = ds.sample(i, np.random.default_rng(i))
+        assert s["image"].shape == CROP and s["image"].dtype == np.float32 and 0 <= s["image"].min() <= s["image"].max() <= 1
+        parse_instruction(s["instruction"])
+        assert s["region"].any()
+        if s["variant"] == "correct":
+            assert (s["mask"] != s["target"]).any()
+            # the named edit lies where the instruction points
+            assert ((s["mask"] ^ s["target"]) & s["region"]).any()
+        else:
+            assert (s["mask"] == s["target"]).all()  # hard negative: no change
+    item = ds[0]
+    assert set(BATCH_KEYS) <= set(item) and item["image"].shape == (1, *CROP) and item["region"].dtype == torch.bool
+
+
+def test_wrong_place_names_a_place_without_edits(shards: Path) -> None:
+    ds = ShardDataset(shards / "train", augment=False)
+    rec = next(ds.record(i) for i in range(len(ds)) if ds.meta[i]["variant"] == "correct")
+    correct, _ = instruction_for(rec, "correct", np.random.default_rng(0))
+    wrong, target = instruction_for(rec, "wrong_place", np.random.default_rng(0))
+    opposite, target2 = instruction_for(rec, "opposite", np.random.default_rng(0))
+    assert wrong.op == correct.op and not (wrong.region(CROP) & (rec["mask"] ^ rec["target"])).any()
+    assert opposite == correct.opposite()
+    assert (target == rec["mask"]).all() and (target2 == rec["mask"]).all()
+
+
+def test_instructions_are_rewritten_from_the_change(shards: Path) -> None:
+    """The stored text is what the writer of the day said; the reader writes it anew from the change (so a
+    new writer needs no new shards) and, with redescribe off, reads the stored text mirrored with the crop."""
+    ds = ShardDataset(shards / "train", augment=False)
+    for i in range(len(ds)):
+        rec = ds.record(i)
+        again = describe_sample(rec["change"], rec["side"], rec["attached"], rec["target"])
+        assert again.format() == rec["instruction"]
+    flipped = ShardDataset(shards / "train", augment=True, redescribe=False)
+    s = flipped.sample(0, np.random.default_rng(3))
+    parse_instruction(s["instruction"])
+
+
+def test_interrupted_run_continues_and_other_settings_are_refused(shards: Path, tmp_path: Path) -> None:
+    out = tmp_path / "s"
+    write_shards(out, Volumes(), stage1_record, _settings(), 4, shard_size=2, workers=1, progress=False)
+    first = (out / "shard-00000" / "image.npy").stat().st_mtime_ns
+    import shutil
+
+    shutil.rmtree(out / "shard-00001")
+    write_shards(out, Volumes(), stage1_record, _settings(), 4, shard_size=2, workers=1, progress=False)
+    assert (out / "shard-00000" / "image.npy").stat().st_mtime_ns == first  # kept
+    assert (out / "shard-00001" / "samples.json").exists()  # remade
+    with pytest.raises(InputError, match="other settings"):
+        write_shards(out, Volumes(), stage1_record, _settings(seed=5), 4, shard_size=2, workers=1, progress=False)
+
+
+def test_missing_shards_are_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="make-shards"):
+        ShardDataset(tmp_path)
+
+
+def test_stage1_datamodule_reads_shards(shards: Path) -> None:
+    dm = Stage1DefectDataModule(dataset="unused", crop_size=CROP, batch_size=3, samples_per_epoch=6, val_samples=4,
+                                shards=str(shards))
+    batch = next(iter(dm.train_dataloader()))
+    assert batch["image"].shape == (3, 1, *CROP) and len(batch["instruction"]) == 3
+    val = dm.val_items()
+    assert len(val) == 4 and [v["instruction"] for v in val] == [v["instruction"] for v in dm.val_items()]
+    assert dm.train_volumes == []  # nothing loaded or synthesised
+
+
+def test_mixed_dataset_draws_from_both(shards: Path) -> None:
+    a, b = ShardDataset(shards / "train"), ShardDataset(shards / "val")
+    mixed = MixedDataset([a, b], [0.5, 0.5], 10)
+    assert len(mixed) == 10 and set(BATCH_KEYS) <= set(mixed[0]) and set(BATCH_KEYS) <= set(mixed[(0, 1, 2)])
+
+
+def _segmenter_case() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A straight neurite and a side branch; the 'segmenter' misses a stretch of the neurite, adds a loose
+    blob and a spur stuck to the neurite."""
+    gold = np.zeros((24, 64, 64), bool)
+    gold[12, 30:33, 4:60] = True
+    mask = gold.copy()
+    mask[12, 30:33, 28:36] = False  # break
+    mask[10:14, 50:55, 10:15] = True  # loose blob
+    mask[12, 33:45, 45:47] = True  # spur attached to the neurite
+    image = gold.astype(np.float32) * 0.8
+    return image, mask, gold
+
+
+def test_stage2_errors_by_operation_and_sample() -> None:
+    image, mask, gold = _segmenter_case()
+    errors = find_errors(mask, gold, min_voxels=5)
+    assert sorted({e.op for e in errors}) == ["connect", "cut", "remove"]
+
+    @dataclass
+    class Src:
+        name: str
+        image: np.ndarray
+        mask: np.ndarray
+        gold: np.ndarray
+        errors: list
+
+    src = [Src("x", image, mask, gold, errors)]
+    for op in ("connect", "remove", "cut"):
+        s = stage2_record(src, np.random.default_rng(0), _settings(stage=2, op_shares={op: 1.0}))
+        assert s["op"] == op and s["change"].any()
+        if op == "connect":
+            assert (s["target"] & ~s["mask"]).sum() > 0 and not (s["mask"] & ~s["target"]).any()
+            assert not (s["target"] & ~gold[tuple(slice(a, a + c) for a, c in zip(s["start"], CROP))]).any()
+        else:
+            assert (s["mask"] & ~s["target"]).sum() > 0 and not (s["target"] & ~s["mask"]).any()
+        ins = describe_sample(s["change"], s["side"], s["attached"], s["target"])
+        assert ins.op == ("remove" if op != "connect" else ins.op) and (ins.region(CROP) & s["change"]).any()
