@@ -48,7 +48,25 @@ def judge_transfer(root: Path = typer.Option(DEFAULT_ROOT, "--root", help="mined
                    progress=is_tty(), command=command))
 
 
+@friendly_errors
+@writes(out="folder")
+def candidate_recall(dataset: str = typer.Option(..., "--dataset", help="registry name: diadem, synthetic_..."),
+                     split: str = typer.Option("dev", "--split", help="dev / train / val (never test)"),
+                     sources: str = typer.Option("unet3d", "--sources", help="comma-separated mask sources"),
+                     augment: int = typer.Option(1, "--augment", min=0, help="defect-cut copies of each mask"),
+                     limit: int | None = typer.Option(None, "--limit", help="first N cases only"),
+                     out: Path = typer.Option(Path("experiments/judge"), "--out", help="output folder")) -> None:
+    """How many gold-vetted breaks within reach the join search offers."""
+    from neurorefiner.studies.candidate_recall import candidate_recall as run
+
+    command = (f"neurorefiner study candidate-recall --dataset {dataset} --split {split} --sources {sources} "
+               f"--augment {augment} --out {out}" + (f" --limit {limit}" if limit else ""))
+    typer.echo(run(dataset, split, [s for s in sources.split(",") if s], out, limit, augment, progress=is_tty(),
+                   command=command))
+
+
 def register(app: typer.Typer) -> None:
     """Add this study's commands to the ``neurorefiner study`` sub-app."""
     app.command("judge-mine", help=judge_mine.__doc__)(judge_mine)
     app.command("judge-transfer", help=judge_transfer.__doc__)(judge_transfer)
+    app.command("candidate-recall", help=candidate_recall.__doc__)(candidate_recall)

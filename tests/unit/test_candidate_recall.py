@@ -1,0 +1,37 @@
+"""Candidate recall: breaks read off the gold tree, and whether the join search offers them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neurorefiner.io.swc import Tree
+from neurorefiner.studies.candidate_recall import case_recall, gold_breaks
+from neurorefiner.topology.components import label_components
+
+SPACING = (1.0, 0.5, 0.5)
+
+
+def tube_with_cuts(cuts: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, Tree]:
+    mask = np.zeros((16, 48, 160), bool)
+    mask[7:10, 22:27, 4:156] = True
+    image = np.where(mask, 0.9, 0.05).astype(np.float32)
+    for a, b in cuts:
+        mask[:, :, a:b] = False
+    xs = np.arange(4, 156, 2, dtype=float)
+    gold = Tree.from_points(np.stack([np.full_like(xs, 8), np.full_like(xs, 24), xs], axis=1),
+                            np.arange(-1, len(xs) - 1))
+    return image, mask, gold
+
+
+def test_gold_breaks_measure_each_gap_along_the_gold() -> None:
+    image, mask, gold = tube_with_cuts([(40, 52), (100, 140)])   # 6 um and 20 um cuts (x voxels of 0.5 um)
+    labels, _ = label_components(mask)
+    gaps = sorted(gold_breaks(labels, gold, SPACING, tol_um=1.0).values())
+    assert len(gaps) == 2
+    assert 4.0 <= gaps[0] <= 8.0 and 17.0 <= gaps[1] <= 23.0
+
+
+def test_the_default_search_covers_the_break_within_reach_and_a_wider_one_is_not_within_reach() -> None:
+    image, mask, gold = tube_with_cuts([(40, 52), (100, 140)])
+    row = case_recall(image, mask, gold, SPACING, searches={"default": {}})
+    assert row["breaks"] == 1 and row["default: covered"] == 1
