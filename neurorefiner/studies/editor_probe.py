@@ -15,12 +15,17 @@ OP_7-OP_9) with the stage-1 generators of :mod:`neurorefiner.defects`:
   more than 3 voxels from gold). Their shapes, sizes and places (where the image is faint or misleading)
   are the segmenter's; each is edited alone, so the figures stay per defect.
 
-Each defect is edited three times, with the correct instruction, the same operation at a wrong place
-(:meth:`Instruction.elsewhere`) and the opposite operation at the right place
-(:meth:`Instruction.opposite`), decoded both ways: raw = threshold + confinement of the network's pass on
-the whole block, topology = :mod:`neurorefiner.inference.decoding` of its pass on the crop around the
-named place, as :meth:`TopoRefiner.edit_result` runs them. The mask outside the block is the gold
-mask, given to the decoding as context (a halo), as the agents' loop would pass the current mask.
+Each defect is edited four times, with the correct instruction, a constant one (the operation at
+``center-center-center``, what a frame centred on every edit made the Advisor say: the text names no place),
+the same operation at a wrong place (:meth:`Instruction.elsewhere`) and the opposite operation at the right
+place (:meth:`Instruction.opposite`), decoded three ways: raw = threshold + confinement of the network's pass
+on the whole block, network = the same pass thresholded with no confinement (what the network alone does
+with the text), topology = :mod:`neurorefiner.inference.decoding` of its pass on the crop around the named
+place, as :meth:`TopoRefiner.edit_result` runs them. The correct instruction is written as the learned
+Advisor writes it: by :mod:`neurorefiner.defects.describe` on the defect's voxels in a block that holds the
+defect as the editor's training crops do (:func:`~neurorefiner.defects.describe.crop_start`). The mask
+outside the block is the gold mask, given to the decoding as context (a halo), as the agents' loop would pass
+the current mask.
 
 Per edit: changed (any voxel), reconnected (block Betti-0 down to gold's), share of the gap filled,
 true-structure voxels removed, false merges (an edited component holding voxels of two gold components
@@ -44,6 +49,7 @@ import numpy as np
 
 from neurorefiner.defects import add_noise_blobs, betti0, describe_change, make_break, paste_annotation
 from neurorefiner.defects.breaks import Defect
+from neurorefiner.defects.describe import crop_start
 from neurorefiner.defects.noise import gaussian_blobs
 from neurorefiner.topology.instructions import Instruction
 
@@ -51,8 +57,12 @@ KINDS = ("break", "noise", "paste", "crossing", "real_break", "real_noise")
 GENERATED = ("break", "noise", "paste", "crossing")
 REAL = ("real_break", "real_noise")
 BREAK_KINDS = ("break", "real_break")
-VARIANTS = ("correct", "wrong_location", "opposite")
-DECODINGS = ("raw", "topology")
+VARIANTS = ("correct", "constant", "wrong_location", "opposite")
+DECODINGS = ("raw", "network", "topology")
+CONSTANT = {"connect": Instruction("repair", "center-center-center"),
+            "repair": Instruction("repair", "center-center-center"),
+            "remove": Instruction("remove", "center-center-center")}
+"""The sentence a frame centred on every edit gave (one per operation): the text carries no place."""
 DEV_STACKS = ("OP_1", "OP_2", "OP_3", "OP_4", "OP_5", "OP_6")
 HELD_OUT = frozenset({"OP_7", "OP_8", "OP_9"})
 Triple = tuple[int, int, int]
@@ -287,16 +297,13 @@ def find_real_defects(vol: ProbeVolume, mask: np.ndarray, min_break: int = 4, mi
 
 def real_item(vol: ProbeVolume, kind: str, voxels: np.ndarray, rng: np.random.Generator, size: Triple,
               halo: int = 2, min_inside: float = 0.9) -> ProbeItem | None:
-    """A block of ``size`` around one real defect (centred on it, jittered by up to an eighth of the
-    block), the defect put into the gold block alone; None when the block cannot hold most of it or the
-    break does not part the gold block."""
+    """A block of ``size`` holding one real defect as the editor's frames hold an edit (its centre at least a
+    quarter of the block from the border: :func:`~neurorefiner.defects.describe.crop_start`), the defect put
+    into the gold block alone; None when the block cannot hold most of it or the break does not part the gold
+    block."""
 
     coords = np.stack(np.unravel_index(voxels, vol.gold.shape), axis=1)
-    centre = coords.mean(axis=0)
-    start = []
-    for c, s, n in zip(centre, size, vol.gold.shape, strict=True):
-        a = int(round(c)) - s // 2 + int(rng.integers(-(s // 8), s // 8 + 1))
-        start.append(int(np.clip(a, 0, n - s)) if n >= s else (n - s) // 2)
+    start = crop_start(coords.mean(axis=0), size, vol.gold.shape, rng)
     inside = np.all((coords >= start) & (coords < np.add(start, size)), axis=1)
     if inside.mean() < min_inside:
         return None
@@ -380,23 +387,41 @@ def edit_metrics(item: ProbeItem, edited: np.ndarray) -> dict[str, Any]:
     }
 
 
+def variant_instruction(correct: Instruction, variant: str) -> Instruction:
+    """The instruction a variant of the probe gives (module docstring)."""
+    if variant == "correct":
+        return correct
+    if variant == "constant":
+        return CONSTANT[correct.op]
+    if variant == "wrong_location":
+        return correct.elsewhere()
+    if variant == "opposite":
+        return correct.opposite()
+    raise ValueError(f"unknown variant {variant!r}; known: {VARIANTS}")
+
+
 def probe(refiner: Any, items: Sequence[ProbeItem], variants: Sequence[str] = VARIANTS,
           progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Edit every item with every variant of its instruction; one row per (item, variant, decoding)."""
     rows = []
     for i, item in enumerate(items):
         for variant in variants:
-            ins = {"correct": item.instruction, "wrong_location": item.instruction.elsewhere(),
-                   "opposite": item.instruction.opposite()}[variant]
+            ins = variant_instruction(item.instruction, variant)
             probs, net_s = {}, {}
-            for decoding in DECODINGS:  # raw: the whole block; topology: the crop the refiner's edit uses
+            for decoding in ("raw", "topology"):  # raw: the whole block; topology: the crop the edit uses
                 t0 = time.perf_counter()
                 probs[decoding] = refiner.probabilities(item.image, item.mask, ins, crop=decoding == "topology")
                 net_s[decoding] = time.perf_counter() - t0
+            probs["network"], net_s["network"] = probs["raw"], net_s["raw"]
             for decoding in DECODINGS:
                 t1 = time.perf_counter()
-                res = refiner.decode_probabilities(item.image, item.mask, ins, probs[decoding],
-                                                   context=item.context, decoding=decoding)
+                from neurorefiner.inference.decoding import raw_decode
+
+                if decoding == "network":
+                    res = raw_decode(item.mask, probs[decoding], np.ones(item.mask.shape, bool), refiner.threshold)
+                else:
+                    res = refiner.decode_probabilities(item.image, item.mask, ins, probs[decoding],
+                                                       context=item.context, decoding=decoding)
                 row = {"item": i, "volume": item.volume, "kind": item.kind, "variant": variant,
                        "decoding": decoding, "instruction": ins.format(), "network_s": round(net_s[decoding], 4),
                        "decode_s": round(time.perf_counter() - t1, 4), "reason": res.reason,
@@ -539,6 +564,15 @@ TARGETS = [  # (label, kind, variant, decoding, field, target text)
 ]
 
 
+TEXT_EFFECT = [  # (kind, field, decoding, label): what the instruction's text and place add
+    ("break", "gap_filled", "raw", "break gap filled (raw)"),
+    ("break", "gap_filled", "network", "break gap filled (network alone, unconfined)"),
+    ("break", "reconnected", "topology", "breaks reconnected (decoded)"),
+    ("real_break", "gap_filled", "raw", "real break gap filled (raw)"),
+    ("noise", "noise_removed", "raw", "noise removed (raw)"),
+]
+
+
 def headline(summary: Sequence[dict[str, Any]]) -> list[tuple[str, Any, str]]:
     """The figures the editor's targets name, plus the wrong-location / opposite no-change shares."""
     index = {(s["kind"], s["variant"], s["decoding"]): s for s in summary}
@@ -546,6 +580,11 @@ def headline(summary: Sequence[dict[str, Any]]) -> list[tuple[str, Any, str]]:
     for label, kind, variant, decoding, fieldname, target in TARGETS:
         s = index.get((kind, variant, decoding))
         out.append((label, None if s is None else s[fieldname], target))
+    for kind, fieldname, decoding, what in TEXT_EFFECT:
+        right, const = index.get((kind, "correct", decoding)), index.get((kind, "constant", decoding))
+        gain = None if right is None or const is None or right[fieldname] is None or const[fieldname] is None \
+            else right[fieldname] - const[fieldname]
+        out.append((f"right minus constant instruction: {what}", gain, ">= 0.10" if decoding != "topology" else ">= 0"))
     for variant in ("wrong_location", "opposite"):
         for decoding in DECODINGS:
             rs = [s for s in summary if s["variant"] == variant and s["decoding"] == decoding]

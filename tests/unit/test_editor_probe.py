@@ -90,8 +90,11 @@ def test_probe_summary_and_report(tmp_path: Path):
     items = ep.make_items([vol], n_per_kind=1, kinds=["break", "noise"], size=(16, 48, 48), seed=1)
     refiner = TopoRefiner(_KeepMask(), HashingEncoder(dim=16))
     rows = ep.probe(refiner, items)
-    assert len(rows) == len(items) * 3 * 2
-    assert {r["decoding"] for r in rows} == {"raw", "topology"}
+    assert len(rows) == len(items) * 4 * 3
+    assert {r["decoding"] for r in rows} == {"raw", "network", "topology"}
+    assert {r["variant"] for r in rows} == {"correct", "constant", "wrong_location", "opposite"}
+    constant = {r["instruction"] for r in rows if r["variant"] == "constant"}
+    assert constant == {"Repair break at center-center-center", "Remove isolated noise at center-center-center"}
     summary = ep.summarize(rows)
     raw_breaks = next(s for s in summary if (s["kind"], s["variant"], s["decoding"]) == ("break", "correct", "raw"))
     assert raw_breaks["reconnected"] == 0.0 and raw_breaks["unchanged"] == 1.0  # the stand-in keeps the mask
@@ -103,6 +106,7 @@ def test_probe_summary_and_report(tmp_path: Path):
     paths = ep.write_report(tmp_path, rows, summary, meta, speed)
     md = (tmp_path / "editor_probe.md").read_text()
     assert "abc1234" in md and "breaks reconnected" in md
+    assert "right minus constant instruction: break gap filled (raw) | 0.000 |" in md
     assert "| network pass, crop around the named place | 0.30 |" in md and "load average 9.5" in md
     assert "abc1234" in (tmp_path / "editor_probe.csv").read_text().splitlines()[1]
     assert len(paths) == 3
