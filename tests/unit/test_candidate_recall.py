@@ -35,3 +35,33 @@ def test_the_default_search_covers_the_break_within_reach_and_a_wider_one_is_not
     image, mask, gold = tube_with_cuts([(40, 52), (100, 140)])
     row = case_recall(image, mask, gold, SPACING, searches={"default": {}})
     assert row["breaks"] == 1 and row["default: covered"] == 1
+
+
+def test_the_shadow_validator_keeps_every_edit_and_reads_each_against_gold() -> None:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_learned_agents import DecodingEditor, always, cut_tube, gold_along_tube
+
+    from neurorefiner.agents.learned import LearnedAdvisor, LearnedInspector
+    from neurorefiner.agents.learned.gold_labels import GoldIndex
+    from neurorefiner.agents.loop import Agents, LoopSettings, run_loop
+    from neurorefiner.agents.roles import CallInfo, Verdict
+    from neurorefiner.studies.validator_audit import ShadowValidator, reason_class
+
+    image, mask = cut_tube(12)
+    class Rejecting:
+        def validate(self, *args):  # type: ignore[no-untyped-def]
+            return Verdict(False, "not compliant: only 12% of the change is at the named place", CallInfo("test"))
+
+    rejecting = Rejecting()
+    shadow = ShadowValidator(rejecting, GoldIndex(gold_along_tube(), SPACING, mask.shape))
+    agents = Agents(LearnedInspector(judge=always({"join": 0.9, "remove": 0.1, "prune": 0.1})), LearnedAdvisor(),
+                    shadow)
+    result = run_loop(image, mask, agents, DecodingEditor(), LoopSettings(t_max=3, editor_size=(16, 32, 32)),
+                      SPACING)
+    assert result.counts["accepted"] == 1 and len(shadow.records) == 1
+    r = shadow.records[0]
+    assert not r["accept"] and r["right"] and r["op"] in ("connect", "repair")
+    assert reason_class(r["reason"]) == "not compliant"

@@ -65,8 +65,23 @@ def candidate_recall(dataset: str = typer.Option(..., "--dataset", help="registr
                    command=command))
 
 
+@friendly_errors
+@writes(out="folder")
+def validator_audit(cases: str = typer.Option("", "--cases", help="comma-separated dev stacks (default: all six)"),
+                    segmenter: str = typer.Option("unet3d", "--segmenter", help="whose masks"),
+                    root: Path = typer.Option(DEFAULT_ROOT, "--root", help="mined candidates (the held-out judges)"),
+                    out: Path = typer.Option(Path("experiments/judge"), "--out", help="output folder")) -> None:
+    """The Validator's verdicts on DIADEM dev against gold (every edit kept, the Validator shadowed)."""
+    from neurorefiner.studies.validator_audit import validator_audit as run
+
+    command = (f"neurorefiner study validator-audit --segmenter {segmenter} --root {root} --out {out}"
+               + (f" --cases {cases}" if cases else ""))
+    typer.echo(run([c for c in cases.split(",") if c], segmenter, root, out, progress=is_tty(), command=command))
+
+
 def register(app: typer.Typer) -> None:
     """Add this study's commands to the ``neurorefiner study`` sub-app."""
     app.command("judge-mine", help=judge_mine.__doc__)(judge_mine)
     app.command("judge-transfer", help=judge_transfer.__doc__)(judge_transfer)
     app.command("candidate-recall", help=candidate_recall.__doc__)(candidate_recall)
+    app.command("validator-audit", help=validator_audit.__doc__)(validator_audit)
