@@ -73,13 +73,15 @@ def test_show_config_argv_leaves_other_lines_alone() -> None:
     ("evaluate.py", "paths.log_dir={f}/log", "hydra.run.dir="),
     ("evaluate.py", "out_dir={f}/x", "out_dir="),
     ("train.py", "paths.checkpoint_dir={f}/x", "paths.checkpoint_dir="),
+    ("refine.py", "paths.log_dir={f}/log", "hydra.run.dir="),
 ])
 def test_an_output_folder_under_a_file_is_one_line_before_the_run(tmp_path: Path, script: str, override: str,
                                                                   key: str) -> None:
-    """A run folder under a file was a NotADirectoryError from inside Hydra (evaluate.py, train.py)."""
+    """A run folder under a file was a NotADirectoryError from inside Hydra (evaluate.py, train.py, refine.py)."""
     blocker = tmp_path / "f"
     blocker.write_text("x")
-    task = ["+stage=1"] if script == "train.py" else ["dataset=tiny"]
+    task = {"train.py": ["+stage=1"], "evaluate.py": ["dataset=tiny"],
+            "refine.py": ["image=i.tif", "mask=m.tif", f"out={tmp_path / 'out'}"]}[script]
     logs = [] if "log_dir" in override else [f"paths.log_dir={tmp_path}/logs"]
     out = _run(script, *task, *logs, override.format(f=blocker))
     err = out.stderr.strip()
