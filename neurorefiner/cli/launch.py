@@ -26,12 +26,13 @@ SHOW_FLAGS = ("-c", "--cfg")
 class OutputPaths(Callback):
     """Hydra callback (``hydra.callbacks``) that checks where a run will write before it starts.
 
-    ``keys``: dotted config keys that hold an output folder (``out_dir``, ``paths.checkpoint_dir``); a key
-    that cannot be resolved yet (one that points at Hydra's run folder, which Hydra sets only when the job
-    starts) is left to the run-folder check."""
+    ``keys``: dotted config keys that hold an output folder (``out_dir``, ``paths.checkpoint_dir``), ``files``:
+    keys that hold an output file (``segmentation.export_path``). A key that is unset is skipped; one that cannot
+    be resolved yet (it points at Hydra's run folder, set only when the job starts) is left to the run-folder
+    check."""
 
-    def __init__(self, keys: Sequence[str] = ()) -> None:
-        self.keys = tuple(keys)
+    def __init__(self, keys: Sequence[str] = (), files: Sequence[str] = ()) -> None:
+        self.keys, self.files = tuple(keys), tuple(files)
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         self._check(config, "hydra.run.dir")
@@ -43,10 +44,10 @@ class OutputPaths(Callback):
         from neurorefiner.io.atomic import check_output_path
 
         try:
-            for key in (run_dir, *self.keys):
+            for key in (run_dir, *self.keys, *self.files):
                 value = _resolved(config, key)
                 if value is not None:
-                    check_output_path(value, folder=True, option=f"{key}=")
+                    check_output_path(value, folder=key not in self.files, option=f"{key}=")
         except InputError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)

@@ -74,6 +74,7 @@ def test_show_config_argv_leaves_other_lines_alone() -> None:
     ("evaluate.py", "out_dir={f}/x", "out_dir="),
     ("train.py", "paths.checkpoint_dir={f}/x", "paths.checkpoint_dir="),
     ("refine.py", "paths.log_dir={f}/log", "hydra.run.dir="),
+    ("train.py", "segmentation.export_path={f}/x.pt", "segmentation.export_path="),
 ])
 def test_an_output_folder_under_a_file_is_one_line_before_the_run(tmp_path: Path, script: str, override: str,
                                                                   key: str) -> None:
