@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The device-tool run of TopoRefineNet (under ~6 minutes on one GPU): stage 1 then, if its mined data (or the
-# init masks it is mined from) is present, stage 2, then the instruction-following study on the result. The
+# The device-tool run of TopoRefineNet (under 8 minutes on one GPU): the sample shards of both stages made in
+# parallel on the machine's cores (`neurorefiner make-shards`; the segmenters' DIADEM dev masks made on the GPU
+# first when not carried), stage 1 then stage 2 read from them (bf16, paper-size crops 64 x 128 x 128, batch 8,
+# the loss the CPU probes chose: LOSS), the instruction-following study, and a card per checkpoint. The
 # recipes are experiment=paper_scale_toporefinenet_stage1 / _stage2 (conf/experiment/; on a GPU machine of
 # your own just run `python train.py experiment=paper_scale_toporefinenet_stage1`, and see
 # docs/training_at_scale.md for DDP and Slurm). What only this script says: preparing a device image that
 # cannot pip-install (--prepare), hard wall budgets per stage, the evaluation, and the provenance card.
 # Writes into $OUT:
 #   toporefinenet_stage1.ckpt (+ .json metrics), toporefinenet_stage2.ckpt (+ .json) if stage 2 ran,
+#   cards/toporefinenet_gpu.ckpt + .md (the final checkpoint with its card: neurorefiner refiner-card),
 #   toporefinenet_gpu.md (provenance: commands, data, steps, wall time, validation figures, and the
 #   instruction-following table of `neurorefiner study instructions`), train.log,
 #   logs.tar.gz (metrics CSVs, per-sample evaluation rows)
@@ -24,10 +27,14 @@
 #      for S = unet3d, nnunet_style, as in checkpoints/toporefinenet.md; without it stage 2 is skipped)
 # Knobs (environment), each overriding the experiments only when set: STEPS1, STEPS2, BATCH, CROP ("[64,128,128]",
 #   z,y,x), WORKERS; and INIT_MASKS (data/cache/init_masks_dev), EVAL_N (64 evaluation defects), TIME1 / TIME2
-#   (hard wall limits per stage, "00:00:03:00" / "00:00:01:15"), ACCEL (gpu), PRECISION (bf16-mixed),
-#   PY (python3), EXTRA (more Hydra overrides for both stages).
-# CPU smoke test:  ACCEL=cpu PRECISION=32 STEPS1=2 STEPS2=2 BATCH=2 CROP="[16,32,32]" WORKERS=0 \
-#                  OUT=/tmp/gpu_smoke PY=.venv/bin/python bash scripts/gpu_train_toporefinenet.sh
+#   (hard wall limits per stage, "00:00:03:00" / "00:00:01:30"), ACCEL (gpu), PRECISION (bf16-mixed),
+#   PY (python3), EXTRA (more Hydra overrides for both stages); the data engine: DATASET (diadem), SEGMENTERS
+#   ("unet3d nnunet_style"), N1 / N2 (6144 / 4096 training samples), NVAL (256), SHARDS (/tmp/nr_shards),
+#   SHARD_WORKERS (all cores), MAKE_MASKS (1: make missing segmenter masks first); LOSS (Hydra overrides of
+#   the loss, the probes' choice by default: experiments/toporefinenet/loss_probe.md).
+# CPU smoke test (tests/integration/test_gpu_recipe.py runs it on the tiny dataset):
+#   ACCEL=cpu PRECISION=32 STEPS1=2 STEPS2=2 BATCH=2 CROP="[16,32,32]" WORKERS=0 N1=8 N2=8 NVAL=4 \
+#   OUT=/tmp/gpu_smoke PY=.venv/bin/python bash scripts/gpu_train_toporefinenet.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -51,8 +58,12 @@ fi
 OUT=${OUT:-$ROOT/outputs/gpu_toporefinenet}
 PY=${PY:-python3}
 CROP_SHOWN=${CROP:-[64,128,128]}; BATCH_SHOWN=${BATCH:-8}
-TIME1=${TIME1:-00:00:03:00}; TIME2=${TIME2:-00:00:01:15}
+TIME1=${TIME1:-00:00:03:00}; TIME2=${TIME2:-00:00:01:30}
 ACCEL=${ACCEL:-gpu}; PRECISION=${PRECISION:-bf16-mixed}; EXTRA=${EXTRA:-}
+DATASET=${DATASET:-diadem}; SEGMENTERS=${SEGMENTERS:-unet3d nnunet_style}
+N1=${N1:-6144}; N2=${N2:-4096}; NVAL=${NVAL:-256}; SHARDS=${SHARDS:-/tmp/nr_shards}
+SHARD_WORKERS=${SHARD_WORKERS:-$(nproc)}; MAKE_MASKS=${MAKE_MASKS:-1}
+LOSS=${LOSS:-model.residual=true model.edit_weight=10.0 model.swap_instruction_prob=0.0}
 mkdir -p "$OUT"
 export PROJECT_ROOT=$ROOT HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline PYTHONUNBUFFERED=1
 if [[ -d .gpu_deps/site ]]; then
@@ -64,7 +75,41 @@ else
   export PYTHONPATH=$ROOT:${PYTHONPATH:-}
 fi
 LOG=$OUT/train.log
+: > "$LOG"
 DEVICE=$( (nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo "cpu") | head -1)
+NR=($PY -c "from neurorefiner.cli.main import app; app()")
+CROP_CSV=$(echo "$CROP_SHOWN" | tr -d '[] ')
+CACHE=${NEUROREFINER_CACHE:-$ROOT/data/cache}
+INIT_MASKS=${INIT_MASKS:-$CACHE/init_masks_dev}  # segmenter masks of the TRAINING split (dev for DIADEM)
+TS=$(date +%s)
+
+# -- the data engine: segmenter masks (GPU), then both stages' shards on every core
+SPLIT=dev; [[ "$DATASET" != diadem ]] && SPLIT=train
+MASK_DEV=cpu; [[ "$ACCEL" == gpu ]] && MASK_DEV=cuda
+SEG_ARGS=()
+for S in $SEGMENTERS; do
+  SEG_ARGS+=(--segmenter "$S")
+  if [[ "$MAKE_MASKS" == 1 ]] && ! compgen -G "$INIT_MASKS/$DATASET/$S/*.tif" >/dev/null; then
+    for SP in $SPLIT $([[ "$SPLIT" == train ]] && echo val); do
+      echo "== masks: $S $SP" | tee -a "$LOG"
+      "${NR[@]}" init-masks --dataset "$DATASET" --split "$SP" --segmenter "$S" --device $MASK_DEV \
+        --out "$INIT_MASKS/$DATASET/$S" 2>&1 | tail -n 2 | tee -a "$LOG" || true
+    done
+  fi
+done
+shards() {  # stage, part, n, seed
+  "${NR[@]}" make-shards --stage "$1" --part "$2" --n "$3" --seed "$4" --dataset "$DATASET" --crop "$CROP_CSV" \
+    --workers "$SHARD_WORKERS" --shard-size 128 --out "$SHARDS/stage$1/$2" --init-masks-root "$INIT_MASKS" \
+    "${SEG_ARGS[@]}" 2>&1 | tail -n 1 | tee -a "$LOG"
+}
+echo "== shards -> $SHARDS" | tee -a "$LOG"
+shards 1 train "$N1" 0 && shards 1 val "$NVAL" 1
+HAVE2=no
+if compgen -G "$INIT_MASKS/$DATASET/*/*.tif" >/dev/null && shards 2 train "$N2" 0 && shards 2 val "$NVAL" 1; then
+  HAVE2=yes
+fi
+T0=$(date +%s)
+
 COMMON=(trainer.accelerator=$ACCEL trainer.precision=$PRECISION "paths.checkpoint_dir=$OUT")
 knobs() {  # the Hydra overrides of the set knobs for stage $1
   [[ -n "${BATCH:-}" ]] && echo "stages.$1.datamodule.batch_size=$BATCH"
@@ -78,34 +123,42 @@ mapfile -t KNOBS1 < <(knobs 1)
 mapfile -t KNOBS2 < <(knobs 2)
 # shellcheck disable=SC2206
 EXTRA_ARGS=($EXTRA)
-CMD1=($PY train.py experiment=paper_scale_toporefinenet_stage1 "${COMMON[@]}" ${KNOBS1[@]+"${KNOBS1[@]}"}
+# shellcheck disable=SC2206
+LOSS_ARGS=($LOSS)
+CMD1=($PY train.py experiment=paper_scale_toporefinenet_stage1 "dataset=$DATASET" "${COMMON[@]}" ${KNOBS1[@]+"${KNOBS1[@]}"}
+      "stages.1.datamodule.shards=$SHARDS/stage1" "${LOSS_ARGS[@]}"
       "+trainer.max_time=$TIME1" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"})
-echo "== stage 1: ${CMD1[*]}" | tee "$LOG"
-T0=$(date +%s)
+echo "== stage 1: ${CMD1[*]}" | tee -a "$LOG"
 "${CMD1[@]}" 2>&1 | tee -a "$LOG"
 T1=$(date +%s)
 
 RAN2=no
-CACHE=${NEUROREFINER_CACHE:-$ROOT/data/cache}
-INIT_MASKS=${INIT_MASKS:-$CACHE/init_masks_dev}  # segmenter masks of the TRAINING split (dev for DIADEM)
-if compgen -G "$INIT_MASKS/*/*/OP_1.tif" >/dev/null; then
-  CMD2=($PY train.py experiment=paper_scale_toporefinenet_stage2 "${COMMON[@]}" ${KNOBS2[@]+"${KNOBS2[@]}"}
+if [[ "$HAVE2" == yes ]]; then
+  CMD2=($PY train.py experiment=paper_scale_toporefinenet_stage2 "dataset=$DATASET" "${COMMON[@]}" ${KNOBS2[@]+"${KNOBS2[@]}"}
         "+trainer.max_time=$TIME2" "stages.2.init_from=$OUT/toporefinenet_stage1.ckpt"
-        "stages.2.datamodule.init_masks_root=$INIT_MASKS" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"})
+        "stages.2.datamodule.shards=$SHARDS/stage2" "stages.2.datamodule.replay_shards=$SHARDS/stage1"
+        "stages.2.datamodule.init_masks_root=$INIT_MASKS" "${LOSS_ARGS[@]}" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"})
   echo "== stage 2: ${CMD2[*]}" | tee -a "$LOG"
   if "${CMD2[@]}" 2>&1 | tee -a "$LOG"; then RAN2=yes; else RAN2="failed (see train.log)"; fi
 else
-  echo "== stage 2 skipped: no training-split segmenter masks under $INIT_MASKS/<dataset>/<segmenter>/" | tee -a "$LOG"
+  echo "== stage 2 skipped: no training-split segmenter masks under $INIT_MASKS/$DATASET/<segmenter>/" | tee -a "$LOG"
 fi
 T2=$(date +%s)
 # instruction-following evidence on the final checkpoint (held-out synthetic defects, same crop size)
 FINAL=$OUT/toporefinenet_stage1.ckpt; [[ "$RAN2" == yes ]] && FINAL=$OUT/toporefinenet_stage2.ckpt
 EVAL_DEV=cpu; [[ "$ACCEL" == gpu ]] && EVAL_DEV=cuda
-CMD3=($PY -c "from neurorefiner.cli.main import app; app()" study instructions --ckpt "$FINAL" --n ${EVAL_N:-64} --device $EVAL_DEV
-      --out "$OUT/eval" "stages.1.datamodule.crop_size=$CROP_SHOWN")
+CMD3=("${NR[@]}" study instructions --ckpt "$FINAL" --n ${EVAL_N:-64} --device $EVAL_DEV
+      --out "$OUT/eval" "stages.1.datamodule.crop_size=$CROP_SHOWN" "dataset=$DATASET")
 echo "== eval: ${CMD3[*]}" | tee -a "$LOG"
 "${CMD3[@]}" 2>&1 | tail -n 20 | tee -a "$LOG" || echo "eval failed (see train.log)" | tee -a "$LOG"
 T3=$(date +%s)
+# the card of the final checkpoint: what it was trained on, by which lines
+CARD_ARGS=(--stage1 paper_scale_toporefinenet_stage1)
+[[ "$RAN2" == yes ]] && CARD_ARGS+=(--stage2 paper_scale_toporefinenet_stage2)
+"${NR[@]}" refiner-card --src "$OUT" "${CARD_ARGS[@]}" --name toporefinenet_gpu --dst "$OUT/cards" \
+  --data "sample shards of $DATASET (stage 1: synthetic defects in the training cases' gold; stage 2: the errors of $SEGMENTERS on the training cases), $N1 / $N2 samples at $CROP_SHOWN; loss: $LOSS" \
+  --machine "$DEVICE, $PRECISION" --provenance "scripts/gpu_train_toporefinenet.sh" 2>&1 | tail -n 2 | tee -a "$LOG" \
+  || echo "card failed (see train.log)" | tee -a "$LOG"
 # logs travel as one archive: the device run returns at most 8 files
 mkdir -p "$OUT/logs"
 n=0
@@ -119,9 +172,10 @@ tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"
   echo "# TopoRefineNet trained on $DEVICE"
   echo
   echo "Written by \`scripts/gpu_train_toporefinenet.sh\` on $(date -u +%Y-%m-%dT%H:%M:%SZ)."
-  echo "Data: stage 1 = synthetic defects (break / pasted annotation / noise blobs) cut into the gold masks of"
-  echo "DIADEM OP_1-OP_5 (validation: fixed defects on OP_6); OP_7-OP_9 never used. Stage 2: $RAN2."
-  echo "Crops (z, y, x) $CROP_SHOWN, batch $BATCH_SHOWN, CPU-size network (conf/model/toporefinenet.yaml)."
+  echo "Data ($DATASET): stage 1 = $N1 synthetic defects (connect / remove / cut, with wrong-place and opposite"
+  echo "hard negatives) in the gold of the training cases; stage 2 = $N2 errors of the segmenters ($SEGMENTERS)"
+  echo "on the training cases ($HAVE2); validation on the held-out case(s); DIADEM OP_7-OP_9 never used. Stage 2: $RAN2."
+  echo "Crops (z, y, x) $CROP_SHOWN, batch $BATCH_SHOWN, CPU-size network (conf/model/toporefinenet.yaml), loss: $LOSS."
   echo
   echo "## Commands"
   echo '```'
@@ -130,6 +184,7 @@ tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"
   echo '```'
   echo
   echo "## Wall time"
+  echo "- masks and shards: $((T0 - TS)) s"
   echo "- stage 1: $((T1 - T0)) s (includes start-up and final validation)"
   [[ "$RAN2" != no ]] && echo "- stage 2: $((T2 - T1)) s"
   echo "- evaluation: $((T3 - T2)) s"

@@ -1,0 +1,35 @@
+"""The GPU recipe (scripts/gpu_train_toporefinenet.sh) end to end on CPU at a tiny setting: segmenter masks,
+both stages' sample shards, stage 1 and stage 2 read from them, the evaluation, and a card per checkpoint in
+$OUT. What the device run does, minus the GPU and the size."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_gpu_recipe_runs_tiny_on_cpu(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = {**os.environ, "ACCEL": "cpu", "PRECISION": "32", "STEPS1": "2", "STEPS2": "2", "BATCH": "2",
+           "CROP": "[16,32,32]", "WORKERS": "0", "N1": "8", "N2": "8", "NVAL": "4", "EVAL_N": "4",
+           "DATASET": "tiny", "SEGMENTERS": "otsu", "SHARD_WORKERS": "2", "OUT": str(out),
+           "SHARDS": str(tmp_path / "shards"), "INIT_MASKS": str(tmp_path / "init_masks"), "PY": sys.executable,
+           "TIME1": "00:00:05:00", "TIME2": "00:00:05:00", "OMP_NUM_THREADS": "1"}
+    run = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_train_toporefinenet.sh")], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=1200)
+    log = (out / "train.log").read_text() if (out / "train.log").exists() else run.stdout + run.stderr
+    assert run.returncode == 0, log[-3000:]
+    for name in ("toporefinenet_stage1.ckpt", "toporefinenet_stage2.ckpt", "toporefinenet_gpu.md",
+                 "cards/toporefinenet_gpu.ckpt", "cards/toporefinenet_gpu.md"):
+        assert (out / name).exists(), f"{name} missing; log:\n{log[-3000:]}"
+    card = (out / "toporefinenet_gpu.md").read_text()
+    assert "Stage 2: yes" in card and "stages.1.datamodule.shards=" in card
+    for stage in (1, 2):
+        assert (tmp_path / "shards" / f"stage{stage}" / "train" / "manifest.json").exists()
