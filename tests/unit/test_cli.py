@@ -36,9 +36,9 @@ def _names(typer_app: typer.Typer) -> set[str]:
 def test_top_level_lists_only_what_a_user_runs() -> None:
     """One-off measurements live under `neurorefiner study`, so the top level stays a short list (train-judge is
     a user's: a lab retrains the learned agents' judge on its own gold; review: a person settles what the
-    agents escalated)."""
-    assert _names(app) == {"info", "synth", "trace", "score", "segment", "init-masks", "edit", "inspect",
-                           "refiner-card", "train-judge", "review", "study"}
+    agents escalated; make-shards: training samples written once before train.py)."""
+    assert _names(app) == {"info", "synth", "trace", "score", "segment", "init-masks", "make-shards", "edit",
+                           "inspect", "refiner-card", "train-judge", "review", "study"}
 
 
 def test_every_study_module_is_registered() -> None:
