@@ -104,14 +104,13 @@ def candidate_recall(dataset: str, split: str, sources: Sequence[str], out: Path
 
     from tqdm import tqdm
 
-    from neurorefiner.agents.learned.mining import GOLD_STRENGTH, _case_masks, check_source
+    from neurorefiner.agents.learned.mining import GOLD_STRENGTH, _case_masks, check_source, dataset_cases
     from neurorefiner.agents.learned.training import GoldCase, augmented_masks
-    from neurorefiner.data.registry import get_dataset
     from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.paths import git_commit
 
     check_source(dataset, split)
-    cases = get_dataset(dataset).cases(split)[: limit or None]
+    cases = dataset_cases(dataset, split, limit)
     rows = []
     for source in sources:
         masks = _case_masks(dataset, split, source, cases)

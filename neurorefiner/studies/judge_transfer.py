@@ -74,6 +74,30 @@ def leave_one_dataset_out(table: CandidateTable, models: Sequence[str] = MODELS,
     return rows
 
 
+def shipped_rows(table: CandidateTable, judge_path: Path, trained_on: str = "diadem") -> list[dict]:
+    """The shipped JSON judge as it is (trained on DIADEM dev) on every other dataset's candidates."""
+    from neurorefiner.agents.learned.judge import Judge
+
+    judge = Judge.load(judge_path)
+    floor = MIN_PRECISION[table.kind]
+    model = judge.boosters.get(table.kind)
+    thr = judge.thresholds.get(table.kind, 1.1)
+    fams = table.families
+    rows = []
+    for held in FAMILIES:
+        test = fams == held
+        if held == trained_on or not test.any():
+            continue
+        t = table.subset(test)
+        p = model.predict(t.x) if model is not None else np.full(len(t), judge.prior.get(table.kind, 0.0))
+        seg = (t.variant == 0) & (t.source != "gold")
+        for subset, sel in (("all", np.ones(len(t), bool)), ("segmenter", seg)):
+            if sel.any():
+                rows.append({"kind": table.kind, "model": f"shipped {judge_path.name}", "held_out": held,
+                             "subset": subset, "train": 0, **scores(p[sel], t.y[sel], thr, floor)})
+    return rows
+
+
 def markdown(rows: list[dict], command: str, when: str, commit: str, counts: dict) -> str:
     lines = ["# The judge, leave one dataset out (SYNTHETIC stand-ins and real DIADEM dev)", "",
              f"Produced by `{command}` on {when} at commit `{commit}`.", "",
@@ -114,7 +138,7 @@ def write_csv(rows: list[dict], path: Path) -> Path:
 
 
 def judge_transfer(root: Path, out: Path, kinds: Sequence[str], models: Sequence[str], epochs: int = 12,
-                   progress: bool = True, command: str = "") -> Path:
+                   progress: bool = True, command: str = "", shipped: Path | None = None) -> Path:
     import datetime as dt
 
     from neurorefiner.agents.learned.mining import load_table
@@ -126,6 +150,8 @@ def judge_transfer(root: Path, out: Path, kinds: Sequence[str], models: Sequence
         t = load_table(root, kind)
         fams = t.families
         counts[kind] = {f: (int((fams == f).sum()), int(t.y[fams == f].sum())) for f in FAMILIES if (fams == f).any()}
+        if shipped is not None:
+            rows += shipped_rows(t, Path(shipped))
         rows += leave_one_dataset_out(t, models, epochs=epochs, progress=progress)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -98,7 +98,9 @@ def loso_judge(table_root: Path, held_out: str) -> Any:
 
 
 def validator_audit(cases: Sequence[str], segmenter: str, table_root: Path, out: Path, progress: bool = True,
-                    command: str = "") -> Path:
+                    command: str = "", judge: Path | None = None) -> Path:
+    """``judge``: one judge for every stack instead of the held-out ones (e.g. the shipped judge, which saw the
+    dev stacks: the audit asks about the Validator, not the judge)."""
     import csv
     import datetime as dt
     import io
@@ -113,8 +115,13 @@ def validator_audit(cases: Sequence[str], segmenter: str, table_root: Path, out:
     score = protocol_scorer()
     gcs = [g for g in gold_cases("diadem", "dev", [segmenter]) if not cases or g.case in cases]
     rows, stacks = [], []
+    fixed = None
+    if judge is not None:
+        from neurorefiner.agents.learned.judge import Judge
+
+        fixed = Judge.load(judge)
     for gc in tqdm(gcs, desc="validator audit", disable=not progress):
-        mask, records = audit_case(gc, loso_judge(table_root, gc.case))
+        mask, records = audit_case(gc, fixed if fixed is not None else loso_judge(table_root, gc.case))
         f0, f1 = score(gc.mask, gc.gold, gc.spacing)["F1"], score(mask, gc.gold, gc.spacing)["F1"]
         stacks.append({"case": gc.case, "initial_F1": round(f0, 4), "kept_all_F1": round(f1, 4),
                        "edits": len(records), "rejected": sum(not r["accept"] for r in records),
@@ -133,7 +140,8 @@ def validator_audit(cases: Sequence[str], segmenter: str, table_root: Path, out:
     lines = ["# The Validator's verdicts against gold (DIADEM dev, real data, leave one stack out)", "",
              f"Produced by `{command}` on {when} at commit `{git_commit()}`.", "",
              "The learned loop with every edit kept; the configured Validator shadowed (neurorefiner.studies."
-             "validator_audit). `right`: a join's added voxels at least half within 3 um of the gold, a removal's "
+             "validator_audit). Judge: " + (f"`{judge}` for every stack" if judge else "each stack's held out") +
+             ". `right`: a join's added voxels at least half within 3 um of the gold, a removal's "
              "removed voxels at most a tenth.", "",
              "| stack | initial F1 | every edit kept F1 | edits | rejected | rejected but right | accepted but wrong |",
              "|---|---|---|---|---|---|---|"]

@@ -135,3 +135,19 @@ def test_mining_refuses_held_out_stacks(dataset: str, split: str) -> None:
 def test_a_synthetic_preset_and_its_real_namesake_are_one_dataset() -> None:
     assert family("synthetic_cwmbs_noise") == "cwmbs_noise" and family("diadem") == "diadem"
     assert set(KINDS) == {"join", "remove", "prune"}
+
+
+@pytest.mark.slow
+def test_mining_a_few_synthetic_volumes_generates_only_those(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from neurorefiner.agents.learned.mining import MineSettings, dataset_cases, load_table, mine
+
+    monkeypatch.setenv("NEUROREFINER_CACHE", str(tmp_path / "cache"))
+    cases = dataset_cases("tiny", "train", limit=1)
+    assert len(cases) == 1
+    assert len(list((tmp_path / "cache" / "synth" / "tiny" / "train").glob("*_image.tif"))) == 1
+    files = mine("tiny", "train", ["gold"], tmp_path / "mined", MineSettings(augment=1), limit=1, progress=False)
+    assert [f.name for f in files] == [f"{cases[0].name}__gold.npz"]
+    t = load_table(tmp_path / "mined", "join")
+    assert len(t) == len(t.crops) and set(t.source) <= {"gold"} and (t.variant == 1).all()
+    assert mine("tiny", "train", ["gold"], tmp_path / "mined", MineSettings(augment=1), limit=1,
+                progress=False) == files   # a rerun finds the file and mines nothing

@@ -142,17 +142,26 @@ def _header_of(path: Path) -> dict | None:
         return None
 
 
+def dataset_cases(dataset: str, split: str, limit: int | None = None) -> list:  # type: ignore[type-arg]
+    """The first ``limit`` cases of a split; a synthetic split is generated only that far."""
+    from neurorefiner.data.registry import get_dataset
+
+    ds = get_dataset(dataset)
+    if limit and getattr(ds, "synthetic", False) and hasattr(ds, "counts"):
+        ds = get_dataset(dataset, **{f"n_{split}": min(int(limit), ds.counts[split])})
+    return ds.cases(split)[: limit or None]
+
+
 def mine(dataset: str, split: str, sources: Sequence[str], root: Path, settings: MineSettings | None = None,
          limit: int | None = None, progress: bool = True, jobs: int = 1) -> list[Path]:
     """Mine ``sources`` (segmenter names or ``gold``) of a dataset split into ``root``; returns the files.
     ``jobs`` > 1 mines cases in parallel processes (joblib), one thread each."""
-    from neurorefiner.data.registry import get_dataset
     from neurorefiner.errors import InputError
 
     check_source(dataset, split)
     settings = settings or MineSettings()
     header = dict(settings.header(), dataset=dataset, split=split)
-    cases = get_dataset(dataset).cases(split)[: limit or None]
+    cases = dataset_cases(dataset, split, limit)
     if "gold" in sources and any(c.label_path is None for c in cases):
         raise InputError(f"{dataset}: mask source 'gold' needs a rendered gold mask (synthetic datasets only)")
     todo, files = [], []

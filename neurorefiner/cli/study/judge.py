@@ -38,14 +38,17 @@ def judge_transfer(root: Path = typer.Option(DEFAULT_ROOT, "--root", help="mined
                    out: Path = typer.Option(Path("experiments/judge"), "--out", help="output folder"),
                    kinds: str = typer.Option("join,remove,prune", "--kinds", help="comma-separated"),
                    models: str = typer.Option("logistic,lgbm,crop_lgbm,crop_net", "--models", help="comma-separated"),
-                   epochs: int = typer.Option(12, "--epochs", min=1, help="the network's training epochs")) -> None:
+                   epochs: int = typer.Option(12, "--epochs", min=1, help="the network's training epochs"),
+                   shipped: Path | None = typer.Option(None, "--shipped",
+                                                       help="also score this JSON judge as it is (trained on "
+                                                            "DIADEM dev) on the other datasets")) -> None:
     """Every judge model type scored leave one dataset out."""
     from neurorefiner.studies.judge_transfer import judge_transfer as run
 
     command = (f"neurorefiner study judge-transfer --root {root} --out {out} --kinds {kinds} --models {models}"
-               + (f" --epochs {epochs}" if epochs != 12 else ""))
+               + (f" --epochs {epochs}" if epochs != 12 else "") + (f" --shipped {shipped}" if shipped else ""))
     typer.echo(run(root, out, [k for k in kinds.split(",") if k], [m for m in models.split(",") if m], epochs,
-                   progress=is_tty(), command=command))
+                   progress=is_tty(), command=command, shipped=shipped))
 
 
 @friendly_errors
@@ -70,13 +73,16 @@ def candidate_recall(dataset: str = typer.Option(..., "--dataset", help="registr
 def validator_audit(cases: str = typer.Option("", "--cases", help="comma-separated dev stacks (default: all six)"),
                     segmenter: str = typer.Option("unet3d", "--segmenter", help="whose masks"),
                     root: Path = typer.Option(DEFAULT_ROOT, "--root", help="mined candidates (the held-out judges)"),
-                    out: Path = typer.Option(Path("experiments/judge"), "--out", help="output folder")) -> None:
+                    out: Path = typer.Option(Path("experiments/judge"), "--out", help="output folder"),
+                    judge: Path | None = typer.Option(None, "--judge", help="one judge for every stack (default: "
+                                                      "each stack's held out, from the mined candidates)")) -> None:
     """The Validator's verdicts on DIADEM dev against gold (every edit kept, the Validator shadowed)."""
     from neurorefiner.studies.validator_audit import validator_audit as run
 
     command = (f"neurorefiner study validator-audit --segmenter {segmenter} --root {root} --out {out}"
-               + (f" --cases {cases}" if cases else ""))
-    typer.echo(run([c for c in cases.split(",") if c], segmenter, root, out, progress=is_tty(), command=command))
+               + (f" --cases {cases}" if cases else "") + (f" --judge {judge}" if judge else ""))
+    typer.echo(run([c for c in cases.split(",") if c], segmenter, root, out, progress=is_tty(), command=command,
+                   judge=judge))
 
 
 def register(app: typer.Typer) -> None:
