@@ -110,6 +110,9 @@ class DecodingConfig:
         cut_max_probability: such a cut is refused when the network's mean probability on the branch is above
             this (1 = topology alone executes the cut the agents decided: the shipped network was not trained
             on attached structure).
+        network_fill: a join keeps the network's own fill of the gap first (voxels of the room it marks
+            foreground, where they join pieces; :func:`network_fill`), and bridges only what the network left
+            apart: the network decides where the join goes, the least-cost path cleans up after it.
     """
 
     threshold: float = 0.5
@@ -139,6 +142,7 @@ class DecodingConfig:
     absorb_size: int = 30
     cut_margin: int = 4
     cut_max_probability: float = 1.0
+    network_fill: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold < 1.0:
@@ -582,18 +586,28 @@ def _reach_for_ends(labels: np.ndarray, n: int, region: np.ndarray, groups: np.n
     return search, candidates
 
 
-def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None, instruction: Instruction,
-                   config: DecodingConfig | Mapping[str, Any] | None = None,
-                   context: Context = None) -> EditResult:
-    """Join the components that meet the named place along least-cost paths (module docstring).
+@dataclass
+class _Room:
+    """Where a join may happen: the block's components, their groups (joined outside the block), the search
+    room, the pieces that may end a bridge there, and which of them meet the start and end places."""
 
-    For ``repair at P`` any two components meeting P (grown by ``connect_margin``) may be joined, up to
-    ``max_joins`` times, cheapest first; when fewer than two meet it, the two nearest pieces facing each
-    other across P within ``connect_reach`` (:func:`_reach_for_ends`); for ``connect from A to B`` one
-    component must meet A and the other B. Each bridge must stay within ``max_gap_voxels`` and ``max_darkness``.
-    """
-    cfg = DecodingConfig.build(config)
-    mask = np.asarray(mask, dtype=bool)
+    labels: np.ndarray
+    groups: np.ndarray
+    search: np.ndarray
+    candidates: list[int]
+    box: tuple[slice, ...]
+    start_groups: set[int]
+    end_groups: set[int]
+
+    @property
+    def cand_groups(self) -> set[int]:
+        return {int(self.groups[k]) for k in self.candidates}
+
+
+def _connect_room(mask: np.ndarray, instruction: Instruction, cfg: DecodingConfig, context: Context) -> _Room:
+    """The room of a join (:class:`_Room`): the named place grown by ``connect_margin`` (for ``repair at P``
+    with fewer than two pieces there, grown up to ``connect_reach`` by :func:`_reach_for_ends`); any two
+    candidates may be joined for a repair, one at each named end for a connection."""
     shape = mask.shape
     region = instruction.region(shape)
     labels, n = _labels(mask)
@@ -604,122 +618,201 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
     if instruction.op == "repair" and len({int(groups[k]) for k in candidates}) < 2:
         search, candidates = _reach_for_ends(labels, n, region, groups, touches, cfg, search, candidates)
     box = _box_of(search)
-    lab = labels[box]
     if instruction.op == "connect":
+        lab = labels[box]
         ends = [grow(p.region(shape), cfg.connect_margin)[box] for p in instruction.positions]
         at = [set(np.unique(lab[e & (lab > 0)]).tolist()) for e in ends]
     else:
         at = [set(candidates), set(candidates)]
-    if len({int(groups[k]) for k in candidates}) < 2:
-        what = "one" if candidates else "no"
-        return EditResult(mask.copy(), False, f"nothing to connect: {what} component at the named place"
-                          + (" (the pieces are joined outside the block)" if len(candidates) > 1 else ""),
-                          op=instruction.op)
-    ev = evidence(prob, image, mask, cfg.image_weight)[box]
-    # a small extra cost from the evidence smoothed in y and x keeps the path in the middle of a bright
-    # neurite (whose centre is brighter once blurred) instead of along its edge; not in z, where the
-    # neurites of anisotropic stacks are one slice thin and a blur would dim them
+    sides = [{int(groups[k]) for k in a if k in candidates} for a in at]
+    return _Room(labels, groups, search, candidates, box, sides[0], sides[1])
+
+
+def _step_cost(ev: np.ndarray, named: np.ndarray, search: np.ndarray, cfg: DecodingConfig) -> np.ndarray:
+    """Cost of a bridge's step through each voxel of the room's box: a unit step, plus ``cost_scale`` times
+    the darkness (1 - evidence), plus the darkness of the evidence smoothed in y and x (it keeps the path in
+    the middle of a bright neurite, whose centre is brighter once blurred, not along its edge; not in z,
+    where the neurites of anisotropic stacks are one slice thin and a blur would dim them). Beyond the named
+    cell (``named``, grown by ``margin``), where two pieces may pass close by chance, the step costs
+    ``outside_cost`` times more; outside the room it is barred."""
     smooth = ndi.gaussian_filter(ev, (0.0, 1.0, 1.0))
     step = (1.0 + cfg.cost_scale * (1.0 - ev) + (1.0 - smooth)).astype(np.float32)
-    # the named cell holds most of the gap: a bridge in the search room beyond it (where two pieces may
-    # pass close to each other by chance) costs more
-    step[~grow(region, cfg.margin)[box]] *= cfg.outside_cost
-    step[~search[box]] = _BLOCKED
-    group_of = groups[lab]  # group id per voxel of the box (0 = background)
+    step[~named] *= cfg.outside_cost
+    step[~search] = _BLOCKED
+    return step
+
+
+def _cheapest_bridge(step: np.ndarray, group_of: np.ndarray, search: np.ndarray, start_groups: set[int],
+                     end_groups: set[int], cand_groups: set[int]) -> tuple | None:
+    """The cheapest bridge from a start group to another end group: (cost, source group, target voxel,
+    distance field, step field), or None when no pair is left."""
+    best = None
+    for g in sorted(start_groups & cand_groups):
+        targets = (end_groups & cand_groups) - {g}
+        if not targets:
+            continue
+        src = group_of == g
+        field_ = step.copy()
+        field_[src] = 0.0
+        sources = [tuple(int(v) for v in p) for p in np.argwhere(src & search)]
+        if not sources:
+            continue
+        dist = dijkstra3d.distance_field(field_, sources, connectivity=26)
+        tgt = np.isin(group_of, list(targets)) & search
+        if not tgt.any():
+            continue
+        vals = np.where(tgt, dist, np.inf)
+        idx = np.unravel_index(int(np.argmin(vals)), vals.shape)
+        if best is None or vals[idx] < best[0]:
+            best = (float(vals[idx]), g, idx, dist, field_)
+    return best
+
+
+def _bridge_path(out: np.ndarray, ev: np.ndarray, step: np.ndarray, group_of: np.ndarray, g: int,
+                 idx: tuple[int, ...], dist: np.ndarray, field_: np.ndarray, cfg: DecodingConfig
+                 ) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The bridge's centre line from group ``g`` to voxel ``idx`` (all in the room's box) and its origin.
+
+    The distance field picks the pair of end points; the path between them is traced with euclidean step
+    lengths, so it runs straight along the neurite instead of zig-zagging (26-neighbour steps all cost the
+    same in the field). A gap is usually a straight stretch of neurite: the straight line between the path's
+    ends (taken in the middle of each piece's cross-section) replaces the path when the evidence supports it
+    about as well (``line_slack``): the path can drift a slice in z through the blur of an anisotropic stack,
+    missing a neurite that is one slice thin."""
+    origin = _backtrack(dist, idx)[-1]
+    path_pts = dijkstra3d.dijkstra(field_, origin, idx, connectivity=26, anisotropy=(1.0, 1.0, 1.0))
+    path = np.zeros(out.shape, dtype=bool)
+    path[tuple(np.asarray(path_pts, dtype=np.int64).T)] = True
+    # depth in the y-x plane (z counts ten times): neurites one slice thin in z still have a middle
+    depth = ndi.distance_transform_edt(out, sampling=(10.0, 1.0, 1.0))
+    line = _line(_centred(origin, group_of == g, depth), _centred(idx, group_of == int(group_of[idx]), depth),
+                 out.shape)
+    line_new = line & ~out
+    if line_new.any() and (step[line] < _BLOCKED).all():
+        path_dark = float(np.mean(1.0 - ev[path & ~out])) if (path & ~out).any() else 0.0
+        if float(np.mean(1.0 - ev[line_new])) <= max(path_dark + cfg.line_slack, 0.0):
+            path = line
+    return path, origin
+
+
+def _paint(out: np.ndarray, path: np.ndarray, new: np.ndarray, group_of: np.ndarray, g: int, tg: int,
+           origin: tuple[int, ...], idx: tuple[int, ...], search: np.ndarray, join: Join,
+           cfg: DecodingConfig) -> None:
+    """Paint (in ``out``, the room's box) a tube along the bridge ``new`` at the radius of the pieces it
+    joins near its ends (capped by ``max_radius``); along the neurite the run to background is its length,
+    not its radius, so that axis takes the largest radius across it."""
+    ends_near = grow(path & ~new, 3) & ((group_of == g) | (group_of == tg))
+    radii = [min(r, cfg.max_radius) for r in _axis_radii(out, ends_near)]
+    along = int(np.argmax(np.abs(np.subtract(idx, origin))))
+    radii[along] = max(r for a, r in enumerate(radii) if a != along)
+    join.radii = (radii[0], radii[1], radii[2])
+    out[(_tube(new, tuple(r + cfg.tube_pad for r in join.radii)) & search) | new] = True
+    join.painted = True
+
+
+def _over_limits(join: Join, cfg: DecodingConfig) -> bool:
+    return join.length > cfg.max_gap_voxels or (join.darkness > cfg.max_darkness
+                                                and join.length > cfg.short_gap_voxels)
+
+
+def _connect_reason(result: EditResult, joins: Sequence[Join], absorbed: int, filled: int,
+                    cfg: DecodingConfig) -> str:
+    done = [j for j in joins if j.painted]
+    if done or filled:
+        parts = []
+        if filled:
+            parts.append(f"kept the network's fill where it joins pieces ({filled} voxels)")
+        if done:
+            parts.append(f"joined {len(done)} gap(s) of " + ", ".join(str(j.length) for j in done)
+                         + " voxels")
+        return ("; ".join(parts) + f"; painted {result.added_voxels} voxels"
+                + (f"; attached {absorbed} piece(s) left in the gap" if absorbed else ""))
+    if not joins:
+        return "nothing to connect: no pair of components at the two named places"
+    j = joins[-1]
+    over = []
+    if j.length > cfg.max_gap_voxels:
+        over.append(f"gap {j.length} voxels > {cfg.max_gap_voxels}")
+    if j.darkness > cfg.max_darkness:
+        over.append(f"darkness {j.darkness:.2f} > {cfg.max_darkness} over {j.length} voxels")
+    return "left unchanged: the best bridge is over the limits (" + ", ".join(over) + ")"
+
+
+def network_fill(mask: np.ndarray, prob: np.ndarray, room: _Room, threshold: float) -> np.ndarray:
+    """The network's own fill of the gap: voxels of the room it marks foreground (``prob >= threshold``) that
+    are not in the mask, kept only where they join pieces of different groups (a fill that joins nothing is
+    not a repair; pieces joined outside the block are one group). Returns the voxels to add (block shape)."""
+    fill = (np.asarray(prob) >= threshold) & room.search & ~mask
+    if not fill.any():
+        return fill
+    both, n = _labels(mask | fill)
+    fg = mask & (room.labels > 0)
+    pairs = np.unique(np.stack([both[fg], room.groups[room.labels[fg]]]), axis=1)
+    joins = np.bincount(pairs[0], minlength=n + 1) >= 2
+    return fill & joins[both]
+
+
+def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None, instruction: Instruction,
+                   config: DecodingConfig | Mapping[str, Any] | None = None,
+                   context: Context = None) -> EditResult:
+    """Join the components that meet the named place (module docstring).
+
+    With ``network_fill`` on, the network's own fill of the room is kept first where it joins pieces
+    (:func:`network_fill`): the network decides, the decoding only cleans up what joins nothing. The pieces
+    left apart are then joined along least-cost paths through the evidence (:func:`_step_cost`), cheapest
+    first, up to ``max_joins`` times: for ``repair at P`` any two components meeting P (grown by
+    ``connect_margin``; when fewer than two meet it, the two nearest pieces facing each other across P within
+    ``connect_reach``), for ``connect from A to B`` one component meeting A and the other B. Each bridge
+    must stay within ``max_gap_voxels`` and ``max_darkness``.
+    """
+    cfg = DecodingConfig.build(config)
+    mask = np.asarray(mask, dtype=bool)
+    room = _connect_room(mask, instruction, cfg, context)
+    if len(room.cand_groups) < 2:
+        what = "one" if room.candidates else "no"
+        return EditResult(mask.copy(), False, f"nothing to connect: {what} component at the named place"
+                          + (" (the pieces are joined outside the block)" if len(room.candidates) > 1 else ""),
+                          op=instruction.op)
     out = mask.copy()
+    filled = 0
+    if cfg.network_fill:
+        fill = network_fill(mask, prob, room, cfg.threshold)
+        filled = int(fill.sum())
+        if filled:
+            out |= fill
+            room = _connect_room(out, instruction, cfg, context)
+    box = room.box
+    ev = evidence(prob, image, mask, cfg.image_weight)[box]
+    search = room.search[box]
+    step = _step_cost(ev, grow(instruction.region(mask.shape), cfg.margin)[box], search, cfg)
+    group_of = room.groups[room.labels[box]]  # group id per voxel of the box (0 = background)
+    ob = out[box]
     joins: list[Join] = []
-    cand_groups = {int(groups[k]) for k in candidates}
-    start_groups = {int(groups[k]) for k in at[0] if k in candidates}
-    end_groups = {int(groups[k]) for k in at[1] if k in candidates}
-    painted_any = False
+    cand, starts, ends = room.cand_groups, set(room.start_groups), set(room.end_groups)
     for _ in range(cfg.max_joins):
-        best = None  # (cost, source group, target voxel, dist)
-        for g in sorted(start_groups & cand_groups):
-            targets = (end_groups & cand_groups) - {g}
-            if not targets:
-                continue
-            src = group_of == g
-            field_ = step.copy()
-            field_[src] = 0.0
-            sources = [tuple(int(v) for v in p) for p in np.argwhere(src & search[box])]
-            if not sources:
-                continue
-            dist = dijkstra3d.distance_field(field_, sources, connectivity=26)
-            tgt = np.isin(group_of, list(targets)) & search[box]
-            if not tgt.any():
-                continue
-            vals = np.where(tgt, dist, np.inf)
-            idx = np.unravel_index(int(np.argmin(vals)), vals.shape)
-            if best is None or vals[idx] < best[0]:
-                best = (float(vals[idx]), g, idx, dist, field_)
+        best = _cheapest_bridge(step, group_of, search, starts, ends, cand)
         if best is None:
             break
         _, g, idx, dist, field_ = best
-        # the field picks the pair of end points; the path between them is then traced with euclidean
-        # step lengths, so it runs straight along the neurite instead of zig-zagging (26-neighbour steps
-        # all cost the same in the field)
-        origin = _backtrack(dist, idx)[-1]
-        path_pts = dijkstra3d.dijkstra(field_, origin, idx, connectivity=26, anisotropy=(1.0, 1.0, 1.0))
-        path = np.zeros(lab.shape, dtype=bool)
-        path[tuple(np.asarray(path_pts, dtype=np.int64).T)] = True
-        # a gap is usually a straight stretch of neurite: take the straight line between the path's
-        # ends when the image and network support it about as well (the path can drift a slice in z
-        # through the blur of an anisotropic stack, missing a neurite that is one slice thin)
-        # depth in the y-x plane (z counts ten times): neurites one slice thin in z still have a middle
-        depth = ndi.distance_transform_edt(out[box], sampling=(10.0, 1.0, 1.0))
-        line = _line(_centred(origin, group_of == g, depth), _centred(idx, group_of == int(group_of[idx]), depth),
-                     lab.shape)
-        line_new = line & ~out[box]
-        if line_new.any() and (step[line] < _BLOCKED).all():
-            path_dark = float(np.mean(1.0 - ev[path & ~out[box]])) if (path & ~out[box]).any() else 0.0
-            if float(np.mean(1.0 - ev[line_new])) <= max(path_dark + cfg.line_slack, 0.0):
-                path = line
-        new = path & ~out[box]
-        length = int(new.sum())
-        darkness = float(np.mean(1.0 - ev[new])) if length else 0.0
-        join = Join(length, darkness)
+        path, origin = _bridge_path(ob, ev, step, group_of, g, idx, dist, field_, cfg)
+        new = path & ~ob
+        join = Join(int(new.sum()), float(np.mean(1.0 - ev[new])) if new.any() else 0.0)
         joins.append(join)
-        if length > cfg.max_gap_voxels or (darkness > cfg.max_darkness and length > cfg.short_gap_voxels):
+        if _over_limits(join, cfg):
             break
         tg = int(group_of[idx])
-        ends_near = grow(path & ~new, 3) & ((group_of == g) | (group_of == tg))
-        radii = [min(r, cfg.max_radius) for r in _axis_radii(out[box], ends_near)]
-        # along the neurite the run to background is its length, not its radius: that axis takes the
-        # largest radius across it
-        along = int(np.argmax(np.abs(np.subtract(idx, origin))))
-        radii[along] = max(r for a, r in enumerate(radii) if a != along)
-        join.radii = (radii[0], radii[1], radii[2])
-        tube = (_tube(new, tuple(r + cfg.tube_pad for r in join.radii)) & search[box]) | new
-        out_box = out[box]
-        out_box[tube] = True
-        join.painted = painted_any = True
-        # the two groups are one now
-        group_of[group_of == tg] = g
-        cand_groups.discard(tg)
-        start_groups.discard(tg)
-        end_groups.discard(tg)
+        _paint(ob, path, new, group_of, g, tg, origin, idx, search, join, cfg)
+        group_of[group_of == tg] = g  # the two groups are one now
+        for groups in (cand, starts, ends):
+            groups.discard(tg)
         if instruction.op == "repair":
-            start_groups.add(g)
-            end_groups.add(g)
+            starts.add(g)
+            ends.add(g)
     absorbed = 0
-    if painted_any and cfg.absorb_gap > 0:
-        absorbed = _absorb_slivers(out, mask, box, search[box], joins, cfg)
+    if any(j.painted for j in joins) and cfg.absorb_gap > 0:
+        absorbed = _absorb_slivers(out, mask, box, search, joins, cfg)
     result = EditResult.from_masks(mask, out, "", op=instruction.op, joins=joins)
-    if painted_any:
-        done = [j for j in joins if j.painted]
-        result.reason = (f"joined {len(done)} gap(s) of " + ", ".join(str(j.length) for j in done)
-                         + f" voxels; painted {result.added_voxels} voxels"
-                         + (f"; attached {absorbed} piece(s) left in the gap" if absorbed else ""))
-    elif not joins:
-        result.reason = "nothing to connect: no pair of components at the two named places"
-    else:
-        j = joins[-1]
-        over = []
-        if j.length > cfg.max_gap_voxels:
-            over.append(f"gap {j.length} voxels > {cfg.max_gap_voxels}")
-        if j.darkness > cfg.max_darkness:
-            over.append(f"darkness {j.darkness:.2f} > {cfg.max_darkness} over {j.length} voxels")
-        result.reason = "left unchanged: the best bridge is over the limits (" + ", ".join(over) + ")"
+    result.reason = _connect_reason(result, joins, absorbed, filled, cfg)
     return result
 
 
