@@ -63,7 +63,7 @@ def edit(image: Path = typer.Argument(..., help="image stack"),
 
     from neurorefiner.agents.instructions import InstructionParseError, parse_instruction
     from neurorefiner.inference.refiner import TopoRefiner
-    from neurorefiner.io import check_same_shape, read_mask, read_volume, write_volume
+    from neurorefiner.io import Volume, check_same_shape, read_mask, read_volume, write_volume
 
     try:
         parsed = parse_instruction(instruction)
@@ -88,7 +88,7 @@ def edit(image: Path = typer.Argument(..., help="image stack"),
     result = current.copy()
     edited = refiner.edit_result(image_n[sl], current[sl], parsed.format(), context=block_context(current, sl))
     result[sl] = edited.mask
-    write_volume(out, result, spacing=img.spacing)
+    write_volume(out, Volume(result, img.spacing, calibration=img.calibration))  # an uncalibrated input stays so
     changed = int((result != current).sum())
     added = int((result & ~current).sum())
     typer.echo(f"{parsed.format()}: {changed} voxels changed ({added} added, {changed - added} removed) "

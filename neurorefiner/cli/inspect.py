@@ -17,12 +17,15 @@ def inspect(image: Path = typer.Argument(..., help="image stack"),
             agent: str = typer.Option("learned", "--agent",
                                       help="roles config under conf/agent: learned (the default, as refine.py), "
                                            "heuristic, vlm"),
+            spacing: str = typer.Option(None, "--spacing",
+                                        help="z,y,x in um (default: from the files; 'assume': 1,1,1 um)"),
             ) -> None:
     """One line per block: id, xy extent, Betti-0 (26-connected components of its 3D region), verdict and
     the defects behind it. Nothing is edited."""
     import numpy as np
 
     from neurorefiner.io import check_same_shape, read_mask, read_volume
+    from neurorefiner.io.spacing import CLI, resolve_spacing
     from neurorefiner.refine.inspect import inspect_volume
 
     img = read_volume(image)
@@ -32,7 +35,8 @@ def inspect(image: Path = typer.Argument(..., help="image stack"),
     if not m.any():
         typer.echo(f"{mask}: empty mask, nothing to inspect")
         return
-    rows = inspect_volume(img.normalized(), m, img.spacing, block_size=block_size, agent=agent)
+    voxel = resolve_spacing(spacing, img, msk, spelling=CLI).values  # the learned Inspector's reach is in um
+    rows = inspect_volume(img.normalized(), m, voxel, block_size=block_size, agent=agent)
     flagged = [r for r in rows if r["verdict"]]
     for r in rows:
         if not (r["verdict"] or (all_blocks and r["foreground"])):

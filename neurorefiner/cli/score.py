@@ -28,10 +28,11 @@ def score(gold: Path = typer.Argument(..., help="gold .swc"),
 
     from neurorefiner.errors import InputError
     from neurorefiner.io import read_mask, read_swc
+    from neurorefiner.io.spacing import CLI, resolve_spacing
     from neurorefiner.metrics import score_mask, score_trees
 
     g = read_swc(gold)
-    sp = parse_spacing(spacing)
+    sp = None if spacing == "assume" else parse_spacing(spacing)
     kw = dict(tau=tau, step=step, physical=physical)
     if tau <= 0 or step <= 0:
         raise InputError(f"--tau and --step must be positive (got {tau}, {step})")
@@ -41,7 +42,7 @@ def score(gold: Path = typer.Argument(..., help="gold .swc"),
             result = score_trees(g, read_swc(pred), sp or (1.0, 1.0, 1.0), **kw)
         elif pred.suffix.lower() in _VOLUME_SUFFIXES or pred.is_dir():
             vol = read_mask(pred)
-            sp = sp or vol.spacing
+            sp = resolve_spacing(spacing, vol, spelling=CLI).values  # none anywhere: exit 2
             mask = vol.load()
             g.check_within(mask.shape, tolerance=2.0)
             if gold_mask is not None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, parse_spacing, writes
+from neurorefiner.cli.common import friendly_errors, writes
 
 
 @friendly_errors
@@ -38,6 +38,7 @@ def segment(image: Path = typer.Argument(..., help="image stack (.tif, .v3draw, 
     from neurorefiner.errors import InputError
     from neurorefiner.inference.segmenter import load_segmenter, recorded_postprocess, segment_array
     from neurorefiner.io import read_volume, write_volume
+    from neurorefiner.io.spacing import CLI, resolve_spacing
     from neurorefiner.postprocessing.masks import PostProcess
 
     segmenter = load_segmenter(model, expected_arch=arch)
@@ -66,7 +67,7 @@ def segment(image: Path = typer.Argument(..., help="image stack (.tif, .v3draw, 
 
         torch.set_num_threads(threads)
     vol = read_volume(image, channel=channel)
-    voxel = parse_spacing(spacing) or vol.spacing
+    voxel = resolve_spacing(spacing, vol, spelling=CLI).values  # no voxel size anywhere: exit 2, nothing written
     mask, probs = segment_array(segmenter, vol.load(), post=post, overlap=overlap, mode=blend,
                                 sw_batch_size=max(1, sw_batch), device=device, patch_size=patch_size,
                                 progress=True, source=str(image), spacing=voxel)

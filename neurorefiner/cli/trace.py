@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, parse_spacing, writes
+from neurorefiner.cli.common import friendly_errors, writes
 
 
 def _parse_marker(text: str | None) -> tuple[float, float, float] | None:
@@ -53,12 +53,13 @@ def trace(path: Path = typer.Argument(..., help="mask or image stack (.tif, .v3d
           channel: int = typer.Option(0, help="channel of a multichannel stack")) -> None:
     from neurorefiner.errors import InputError
     from neurorefiner.io import read_volume, write_swc
+    from neurorefiner.io.spacing import CLI, resolve_spacing
     from neurorefiner.tracing.app2 import app2
 
     if out.suffix.lower() != ".swc":
         raise InputError("output must end in .swc", out)
     vol = read_volume(path, channel=channel)
-    sp = parse_spacing(spacing) or vol.spacing
+    sp = resolve_spacing(spacing, vol, spelling=CLI).values  # no voxel size anywhere: exit 2, nothing written
     data = vol.load()
     if data.size == 0:
         raise InputError("the stack is empty", path)

@@ -15,7 +15,8 @@ from neurorefiner.io.atomic import atomic_path
 from neurorefiner.io.volume import DEFAULT_SPACING, Spacing, Volume, select_3d, unit_to_um
 
 Reader = Callable[..., Volume]
-Writer = Callable[[Path, np.ndarray, Spacing], Path]
+#: spacing None: the data has no known voxel size, and the file is written without one (never as 1 um)
+Writer = Callable[[Path, np.ndarray, "Spacing | None"], Path]
 
 
 def _suffix(path: Path) -> str:
@@ -125,16 +126,19 @@ def read_tiff(path: Path, channel: int = 0, lazy: bool = False) -> Volume:
                   calibration)
 
 
-def write_tiff(path: Path, data: np.ndarray, spacing: Spacing) -> Path:
-    """ImageJ hyperstack (opens in Fiji with its calibration; also read by napari and Vaa3D)."""
+def write_tiff(path: Path, data: np.ndarray, spacing: Spacing | None) -> Path:
+    """ImageJ hyperstack (opens in Fiji with its calibration; also read by napari and Vaa3D); without a spacing,
+    an uncalibrated one."""
     import tifffile
 
-    z, y, x = spacing
     if data.dtype not in (np.uint8, np.uint16, np.float32):
         data = data.astype(np.float32 if np.issubdtype(data.dtype, np.floating) else np.uint16)
+    calibration: dict = {"metadata": {"axes": "ZYX"}}
+    if spacing is not None:
+        z, y, x = spacing
+        calibration = {"resolution": (1.0 / x, 1.0 / y), "metadata": {"spacing": z, "unit": "um", "axes": "ZYX"}}
     with atomic_path(path) as tmp:
-        tifffile.imwrite(tmp, data, imagej=True, resolution=(1.0 / x, 1.0 / y),
-                         metadata={"spacing": z, "unit": "um", "axes": "ZYX"}, compression="zlib")
+        tifffile.imwrite(tmp, data, imagej=True, compression="zlib", **calibration)
     return path
 
 
@@ -145,7 +149,7 @@ def read_v3draw(path: Path, channel: int = 0, lazy: bool = False) -> Volume:
                   calibration=None)  # the format holds no voxel size
 
 
-def write_v3draw(path: Path, data: np.ndarray, spacing: Spacing) -> Path:
+def write_v3draw(path: Path, data: np.ndarray, spacing: Spacing | None) -> Path:
     with atomic_path(path) as tmp:
         v3d.write_v3draw(tmp, data)
     return path
@@ -175,20 +179,22 @@ def read_zarr(path: Path, channel: int = 0, lazy: bool = True) -> Volume:
                   calibration=calibration)
 
 
-def write_zarr(path: Path, data: np.ndarray, spacing: Spacing) -> Path:
+def write_zarr(path: Path, data: np.ndarray, spacing: Spacing | None) -> Path:
     import zarr
 
     chunks = tuple(min(s, c) for s, c in zip(data.shape, (64, 256, 256)))
     with atomic_path(path, is_dir=True) as tmp:
         arr = zarr.open_array(str(tmp), mode="w", shape=data.shape, dtype=data.dtype, chunks=chunks)
         arr[...] = data
-        arr.attrs["spacing"] = list(spacing)
+        if spacing is not None:
+            arr.attrs["spacing"] = list(spacing)
         arr.attrs["axes"] = "ZYX"
     return path
 
 
-def write_ome_zarr(path: Path, data: np.ndarray, spacing: Spacing) -> Path:
-    """One-level OME-Zarr (NGFF 0.4 layout: group attrs 'multiscales', array '0'); opens in napari."""
+def write_ome_zarr(path: Path, data: np.ndarray, spacing: Spacing | None) -> Path:
+    """One-level OME-Zarr (NGFF 0.4 layout: group attrs 'multiscales', array '0'); opens in napari. NGFF asks for
+    a scale: without a spacing, 1 per voxel and no unit on the axes (read back as uncalibrated)."""
     import zarr
 
     chunks = tuple(min(s, c) for s, c in zip(data.shape, (64, 256, 256)))
@@ -197,9 +203,9 @@ def write_ome_zarr(path: Path, data: np.ndarray, spacing: Spacing) -> Path:
         root.create_array("0", shape=data.shape, dtype=data.dtype, chunks=chunks)[...] = data
         root.attrs["multiscales"] = [{
             "version": "0.4",
-            "axes": [{"name": n, "type": "space", "unit": "micrometer"} for n in "zyx"],
+            "axes": [{"name": n, "type": "space", **({"unit": "micrometer"} if spacing else {})} for n in "zyx"],
             "datasets": [{"path": "0", "coordinateTransformations": [
-                {"type": "scale", "scale": list(spacing)}]}],
+                {"type": "scale", "scale": list(spacing or DEFAULT_SPACING)}]}],
         }]
     return path
 
@@ -219,12 +225,12 @@ def read_npy(path: Path, channel: int = 0, lazy: bool = False) -> Volume:
     return Volume(select_3d(np.asarray(data), axes, str(path), channel), spacing, str(path), calibration=calibration)
 
 
-def write_npy(path: Path, data: np.ndarray, spacing: Spacing) -> Path:
+def write_npy(path: Path, data: np.ndarray, spacing: Spacing | None) -> Path:
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             np.save(fh, data)
     with atomic_path(path.with_suffix(".json")) as tmp:
-        tmp.write_text(json.dumps({"spacing": list(spacing), "axes": "ZYX"}))
+        tmp.write_text(json.dumps({"axes": "ZYX", **({"spacing": list(spacing)} if spacing else {})}))
     return path
 
 

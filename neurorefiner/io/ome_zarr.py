@@ -80,7 +80,8 @@ class ZarrSource:
 def level0(node: Any, path: str | Path) -> tuple[Any, str, list[str], list[float], str | None]:
     """(array, its path in the store, axis names lower-case, scale per axis in um for space axes, where the scale
     came from or None) of an opened Zarr node: an OME-Zarr group's first multiscales level with its ``scale``
-    transform and axis units (NGFF; no unit is read as um, and the source says so), or a plain array with a
+    transform and axis units (NGFF; no unit is read as um, and the source says so, except a scale of 1 with no
+    unit, which is a voxel grid without a size), or a plain array with a
     ``spacing`` attribute. A node with neither gives scale 1 and source None (no voxel size in the store)."""
     import zarr
 
@@ -108,6 +109,9 @@ def level0(node: Any, path: str | Path) -> tuple[Any, str, list[str], list[float
                 factor = unit_to_um(unit, str(path))
                 guessed |= factor is None
                 scale[i] *= 1.0 if factor is None else factor
+        space = [scale[i] for i, n in enumerate(names) if n in ("z", "y", "x")]
+        if guessed and all(v == 1.0 for v in space):  # a scale of 1 with no unit: one per voxel, no voxel size
+            return arr, str(ds0["path"]), names, scale, None
         return arr, str(ds0["path"]), names, scale, "OME-Zarr scale" + (" (no unit; read as um)" if guessed else "")
     names = ["z", "y", "x"] if node.ndim == 3 else [f"a{i}" for i in range(node.ndim - 3)] + ["z", "y", "x"]
     spacing = node.attrs.get("spacing")

@@ -47,7 +47,7 @@ CLI = Spelling("--spacing 1.0,0.33,0.33", "--spacing assume")
 
 
 def parse_given(given: Any) -> Spacing | str | None:
-    """A spacing as the user typed it: None, ``"assume"``, three numbers (a list, or ``"z,y,x"`` text)."""
+    """A spacing as the user typed it: None, ``"assume"``, three numbers (a list, or ``"z,y,x"`` / ``"zxyxx"`` text)."""
     if given is None:
         return None
     if isinstance(given, str):
@@ -56,7 +56,7 @@ def parse_given(given: Any) -> Spacing | str | None:
             return ASSUME
         if not text:
             return None
-        given = [p for p in text.replace(" ", ",").split(",") if p]
+        given = [p for p in text.replace("x", ",").replace(" ", ",").split(",") if p]
     return check_spacing(list(given), "spacing")
 
 

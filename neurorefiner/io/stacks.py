@@ -31,7 +31,9 @@ def read_volume(path: str | Path, channel: int = 0, lazy: bool = False) -> Volum
 
 
 def write_volume(path: str | Path, volume: Volume | np.ndarray, spacing: Spacing | None = None) -> Path:
-    """Write a stack atomically; format by suffix (.tif/.tiff, .v3draw, .zarr, .ome.zarr, .npy).
+    """Write a stack atomically; format by suffix (.tif/.tiff, .v3draw, .zarr, .ome.zarr, .npy). An array is
+    written at ``spacing`` (default 1, 1, 1 um); a :class:`Volume` at its own spacing (``spacing`` overrides it),
+    or without a voxel size when it came from a file that had none (``calibration`` None).
 
     Boolean masks are written as uint8 0/255 so they show in Fiji, Vaa3D and napari as they are.
     """
@@ -43,7 +45,8 @@ def write_volume(path: str | Path, volume: Volume | np.ndarray, spacing: Spacing
     if data.dtype == bool:
         data = data.astype(np.uint8) * 255
     writer = formats.writer_for(Path(path))
-    return writer(Path(path), data, volume.spacing)
+    # a volume read from a file without a voxel size is written without one: never turned into "1 um" on the way
+    return writer(Path(path), data, volume.spacing if volume.calibration else None)
 
 
 def read_mask(path: str | Path, channel: int = 0) -> Volume:
@@ -55,7 +58,7 @@ def read_mask(path: str | Path, channel: int = 0) -> Volume:
         shown = ", ".join(str(v) for v in values[:5]) + (" ..." if len(values) > 5 else "")
         raise InputError(f"mask is not binary: found {len(values)} distinct values ({shown}); "
                          "pass a 0/1 or 0/255 mask", path)
-    return Volume(data > 0, vol.spacing, vol.source, vol.metadata)
+    return Volume(data > 0, vol.spacing, vol.source, vol.metadata, vol.calibration)
 
 
 def check_same_shape(image: Volume, mask: Volume) -> None:
