@@ -110,3 +110,16 @@ def test_refine_and_the_method_write_one_trace_format(tmp_path: Path) -> None:
 def test_bad_loop_settings_fail_when_the_method_is_built() -> None:
     with pytest.raises(ValueError, match="roles"):
         NeuroRefiner(HEURISTIC, {"roles": "advisor_only"}, FAKE_EDITOR)
+
+
+def test_a_judge_object_reaches_the_learned_inspector_through_the_run() -> None:
+    """The ceilings study hands a judge trained in the same process to the run builder (a dataclass, which
+    Hydra would otherwise read as config)."""
+    from neurorefiner.agents.learned.judge import Judge
+    from neurorefiner.agents.learned.roles import shipped_judge
+
+    judge = Judge.load(shipped_judge())
+    run = RefineRun.build(OmegaConf.load(CONF / "agent" / "learned.yaml"), None, FAKE_EDITOR,
+                          role_kwargs={"inspector": {"judge": judge}})
+    assert run.agents.inspector.judge is judge
+    assert run.with_spacing((1.0, 0.33, 0.33), "test").spacing == (1.0, 0.33, 0.33)
