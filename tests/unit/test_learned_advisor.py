@@ -4,6 +4,8 @@ places in different words."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from neurorefiner.agents.learned import LearnedAdvisor, LearnedInspector, LearnedValidator
@@ -148,18 +150,25 @@ def breaks_and_specks() -> tuple[np.ndarray, np.ndarray]:
     return image, mask
 
 
+@functools.lru_cache(maxsize=1)
+def learned_run() -> tuple:
+    """The learned agents on :func:`breaks_and_specks` with the topology decoding as editor: the advisor's
+    (defect, advice, voxels the edit changes in its frame), the trace records, the input and the result."""
+    image, mask = breaks_and_specks()
+    advisor = Recording()
+    agents = Agents(LearnedInspector(judge=BreaksAndSpecks()), advisor, LearnedValidator(connect_margin=10))
+    records: list[dict] = []
+    result = run_loop(image, mask, agents, DecodingEditor(), LoopSettings(t_max=2, editor_size=(32, 64, 64)),
+                      (1.0, 0.5, 0.5), emit=records.append)
+    return advisor.said, records, image, mask, result
+
+
 def test_in_a_refine_run_no_two_edits_of_different_kind_or_place_share_a_sentence() -> None:
     """The learned agents on six breaks and six specks, each at its own place: every sentence names the cells
     of its frame where the edit lies (so a sentence is shared only by edits of one kind at one place of their
     frames), and the sentences differ from edit to edit, where a frame centred on each edit gave one sentence
     per kind."""
-    image, mask = breaks_and_specks()
-    advisor = Recording()
-    agents = Agents(LearnedInspector(judge=BreaksAndSpecks()), advisor,
-                    LearnedValidator(connect_margin=10))
-    run_loop(image, mask, agents, DecodingEditor(), LoopSettings(t_max=2, editor_size=(32, 64, 64)),
-             (1.0, 0.5, 0.5))
-    said = advisor.said
+    said = learned_run()[0]
     kinds = {d.kind for d, _, _ in said}
     assert {"FN", "FP"} <= kinds and len(said) >= 10
     place: dict[str, tuple] = {}
@@ -179,3 +188,20 @@ def test_in_a_refine_run_no_two_edits_of_different_kind_or_place_share_a_sentenc
         assert place.setdefault(ins.format(), key) == key, f"{ins.format()} said of two kinds or places"
     sentences = {a.instruction.format() for _, a, _ in said}
     assert len(sentences) >= 0.7 * len({(d.kind, d.anchors) for d, _, _ in said})
+
+
+def test_the_report_and_the_review_show_the_sentence_each_edit_was_given() -> None:
+    """report.html and the review's list of tries read each try's own sentence from the trace (what the editor
+    was told), never the loop's generic sentence of the roles=none ablation."""
+    from neurorefiner.refine.report import build_report
+    from neurorefiner.review.history import edit_tries
+
+    said, records, image, mask, result = learned_run()
+    sentences = [a.instruction.format() for _, a, _ in said]
+    tries = edit_tries(records)
+    assert sorted(t.instruction for t in tries) == sorted(sentences)
+    page = build_report(records, image, mask, result.mask, grid_blocks(mask.shape, 128, None), {})
+    for sentence in set(sentences):
+        assert sentence in page
+    generic = "Repair break at center-center-center"
+    assert (generic in page) == (generic in sentences)
