@@ -6,10 +6,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors
+from neurorefiner.cli.common import friendly_errors, writes
 
 
 @friendly_errors
+@writes(folder="folder")  # the review's decisions are written into the run's folder
 def review(folder: Path = typer.Argument(..., help="the out= folder of a refine.py run (or of make demo)"),
            image: Path | None = typer.Option(None, "--image", help="the run's image, if it moved since the run"),
            mask: Path | None = typer.Option(None, "--mask", help="the run's initial mask, if it moved")) -> None:

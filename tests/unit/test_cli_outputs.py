@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from neurorefiner.cli.main import app
 
-# commands that take no output path: they print, open a viewer, or write only the project's own fixed files
-NO_OUTPUT_PATH = {"info", "score", "inspect", "review", "study standin-card", "study equal-budget-table",
+# commands that take no output path: they print, or write only the project's own fixed files
+NO_OUTPUT_PATH = {"info", "score", "inspect", "study standin-card", "study equal-budget-table",
                   "study checkpoint-choice-table", "study segmenter-cv verify"}
 # how an output option is spelled; an option of these names that a command does not declare fails the test
 OUTPUT_OPTIONS = ("--out", "--dst", "--prob", "--ship-to")
