@@ -73,6 +73,7 @@ def test_crop_statistics_read_the_edit_brightness() -> None:
     assert f[t.y == 1, col].min() > f[t.y == 0, col].max()
 
 
+@pytest.mark.slow
 def test_a_crop_judge_is_stored_weights_only_and_scores_as_before(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import torch
 

@@ -180,7 +180,7 @@ class Judge:
     def decide(self, candidates: Sequence[Candidate], view: CropView | None = None
                ) -> tuple[np.ndarray, np.ndarray]:
         """(probabilities, whether each passes its kind's threshold)."""
-        p = self.probabilities(candidates, view)
+        p = self.probabilities(candidates) if view is None else self.probabilities(candidates, view)
         passed = np.array([p[i] >= self.thresholds.get(c.kind, 1.1) for i, c in enumerate(candidates)], bool)
         return p, passed
 
