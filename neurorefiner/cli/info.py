@@ -25,6 +25,8 @@ def info(path: Path = typer.Argument(..., help="stack (.tif, .v3draw, .v3dpbd, .
         return
     vol = read_volume(path, channel=channel)
     data = vol.load()
-    typer.echo(f"{path}: shape (Z, Y, X) {vol.shape}, {vol.dtype}, spacing (z, y, x) {vol.spacing} um")
+    voxel = f"spacing (z, y, x) {vol.spacing} um ({vol.calibration})" if vol.calibration else \
+        "no voxel size in its metadata (refine and the commands ask for spacing= / --spacing)"
+    typer.echo(f"{path}: shape (Z, Y, X) {vol.shape}, {vol.dtype}, {voxel}")
     typer.echo(f"  values {data.min()}..{data.max()}, mean {float(data.mean()):.3f}, "
                f"non-zero {100.0 * float((data > 0).mean()):.2f} %")

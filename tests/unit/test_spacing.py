@@ -104,10 +104,10 @@ def test_given_wins_assume_warns_and_disagreeing_files_are_an_error(tmp_path: Pa
     assert resolve_spacing(None, plain, mask).values == (2.0, 0.5, 0.5)
 
 
-def compose_refine(overrides: list[str]):  # type: ignore[no-untyped-def]
+def compose_refine(overrides: list[str], report: bool = False):  # type: ignore[no-untyped-def]
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf")):
         return compose(config_name="refine", overrides=[*overrides, "paths.output_dir=/tmp/nr-unused",
-                                                        "progress=false", "report=false", "~tracing",
+                                                        "progress=false", f"report={str(report).lower()}", "~tracing",
                                                         "agent=heuristic", "loop.block_size=64", "t_max=2",
                                                         "editor._target_=tests.unit.test_loop_build.region_editor"])
 
@@ -149,9 +149,11 @@ def test_the_trace_records_the_spacing_and_another_spacing_never_resumes(tmp_pat
     assert ended.value.code == 2
     err = capsys.readouterr().err
     assert "spacing [1.0, 1.0, 1.0]" in err and "[1.0, 0.33, 0.33]" in err and "overwrite=true" in err
-    second = run(compose_refine([*args, "spacing=[1.0,0.33,0.33]", "overwrite=true"]))
+    second = run(compose_refine([*args, "spacing=[1.0,0.33,0.33]", "overwrite=true"], report=True))
     assert "resuming" not in capsys.readouterr().err
     records = read_trace(tmp_path / "o" / "trace.jsonl")
     assert [r["spacing"] for r in records if r.get("type") == "run"] == [[1.0, 0.33, 0.33]]
     assert records[0]["spacing_from"] == "argument" and records[0]["resumed"] is False
     assert second["spacing from"] == "argument"
+    report = (tmp_path / "o" / "report.html").read_text()
+    assert "spacing from" in report and "[1.0, 0.33, 0.33]" in report
