@@ -48,7 +48,7 @@ def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registr
                 epochs: int = typer.Option(12, "--epochs", min=1, help="with --table: the network's epochs")) -> None:
     """Train the learned agents' judge on gold."""
     if table is not None:
-        from neurorefiner.agents.learned.training import train_table_judge
+        from neurorefiner.agents.learned.table_training import train_table_judge
 
         command = f"neurorefiner train-judge --table {table} --models {models} --out {out}" + (
             f" --epochs {epochs}" if epochs != 12 else "")

@@ -7,8 +7,8 @@ candidate, so a crop of DIADEM (0.33 um in xy), of a CWMBS-like stack (0.2 um) a
 0. the image, on the mask's own brightness scale (``(I - background) / (foreground - background)``, the scale
    the hand features use; 0 is the mask's background, 1 its foreground), clipped to ``IMAGE_RANGE``;
 1. the mask (linear interpolation: a one-voxel fibre stays visible after resampling);
-2. the edit itself: a join's bridge (grown by one voxel), a removal's piece, a prune's branch, so the network knows which of the
-   structures in view it is asked about.
+2. the edit itself: a join's bridge (grown by one voxel), a removal's piece, a prune's branch, so the network
+   knows which of the structures in view it is asked about.
 
 Stored as uint8 (0..255 per channel) so a table of tens of thousands of candidates stays small.
 """
