@@ -19,9 +19,13 @@ declare -A VARIANTS=(
   [residual_cldice]="model.residual=true model.edit_weight=10.0 model.cldice_weight=0.5"
   [residual_edit30]="model.residual=true model.edit_weight=30.0"
 )
-ORDER=${ORDER:-mask_edit10 residual_edit10 residual_cldice residual_edit30}
+ORDER=${ORDER:-mask_edit10 residual_edit10 residual_edit30 residual_cldice}
 SCORE=(shipped_stage1=checkpoints/toporefinenet_stage1.ckpt)
 for name in $ORDER; do
+  if [[ -n "${SCORE_ONLY:-}" ]]; then  # score what has finished (a variant cut short by the clock is left out)
+    [[ -f $OUT/$name/toporefinenet_stage1.ckpt ]] && SCORE+=("$name=$OUT/$name/toporefinenet_stage1.ckpt")
+    continue
+  fi
   if [[ ! -f $OUT/$name/toporefinenet_stage1.ckpt ]]; then
     # shellcheck disable=SC2086
     nice -n 10 $PY train.py experiment=toporefinenet_probe "stages.1.max_steps=$STEPS" \

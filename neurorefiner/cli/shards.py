@@ -32,7 +32,7 @@ def make_shards(out: Path = typer.Option(..., "--out", help="shard folder (e.g. 
                 ) -> None:
     """Write sample shards (see neurorefiner.data.sample_shards); an interrupted run continues."""
     from neurorefiner.data.sample_shards import ShardSettings
-    from neurorefiner.data.sample_shards import make_shards as run
+    from neurorefiner.data.shard_makers import make_shards as run
     from neurorefiner.errors import InputError
 
     def shares(text: str, option: str) -> dict:

@@ -19,11 +19,9 @@ for one **variant**: ``correct``, ``wrong_place`` (the same operation named wher
 or ``opposite`` (the opposite operation at the defect). The last two are hard negatives: their target is
 the input mask, unchanged, which is what the editor probe asks of them.
 
-Stage 1: synthetic defects cut into gold masks (:func:`~neurorefiner.data.datamodules.stage1.make_stage1_sample`,
-distractors included). Stage 2: the segmenters' own errors (their initial masks against gold, training
-splits only) -- a crop placed around one error as the stage-1 crops hold their defects
-(:func:`~neurorefiner.defects.describe.crop_start`), the change the error's voxels grown by two voxels
-within the mask/gold difference, the target the mask with that one error undone.
+This module is the format and the reader (what the datamodules import); :mod:`neurorefiner.data.shard_makers`
+makes the samples (stage 1: synthetic defects in gold; stage 2: the segmenters' own errors) and writes them
+with :func:`write_shards`.
 """
 
 from __future__ import annotations
@@ -168,105 +166,6 @@ def instruction_for(sample: Mapping[str, Any], variant: str, rng: np.random.Gene
     return correct, target
 
 
-# ------------------------------------------------------------------------------------------- stage 1
-def stage1_record(volumes: Sequence[Any], rng: np.random.Generator, settings: ShardSettings) -> dict:
-    """One stage-1 sample for a drawn operation: a synthetic defect of a kind that asks for it."""
-    from neurorefiner.data.datamodules.stage1 import make_stage1_sample
-    from neurorefiner.defects.generate import DefectConfig
-
-    op = _draw(rng, settings.op_shares)
-    kinds = STAGE1_KINDS[op]
-    kind = kinds[int(rng.integers(len(kinds)))]
-    w = np.array([max(v.fg.size, 1) for v in volumes], dtype=np.float64)
-    for _ in range(20):
-        i = int(rng.choice(len(volumes), p=w / w.sum()))
-        vol = volumes[i]
-        others = [v for j, v in enumerate(volumes) if j != i]
-        try:
-            s = make_stage1_sample(vol.image, vol.gold, rng, settings.crop_size, [v.gold for v in others],
-                                   DefectConfig.build({"probs": {kind: 1.0}}), fg=vol.fg,
-                                   other_fg=[v.fg for v in others], distractor_prob=settings.distractor_prob,
-                                   max_tries=10)
-        except ValueError:
-            continue
-        return {"image": s["image"], "mask": s["mask"], "target": s["target"], "change": s["change"],
-                "side": "fn" if kind == "break" else "fp", "attached": kind == "touch", "op": op, "kind": kind,
-                "source": vol.name, "start": list(s["start"]), "instruction": s["instruction"],
-                "distractor": s["distractor"]}
-    raise ValueError(f"no {kind} defect could be made in 20 crops")
-
-
-# ------------------------------------------------------------------------------------------- stage 2
-@dataclass
-class ErrorPiece:
-    """One error of a segmenter's mask against gold: its operation and voxels (flat indices)."""
-
-    op: str  # connect | remove | cut
-    voxels: np.ndarray
-
-
-def find_errors(mask: np.ndarray, gold: np.ndarray, min_voxels: int = 10) -> list[ErrorPiece]:
-    """The errors of a whole mask that matter for topology (:func:`~neurorefiner.data.datamodules.stage2.
-    error_components`): missing gold -> connect; extra foreground -> cut when it touches the mask's
-    true structure (a false branch), remove when it lies loose."""
-    from neurorefiner.data.datamodules.stage2 import error_components
-
-    near = ndimage.binary_dilation(gold, _CUBE)
-    true_part = mask & near
-    out = []
-    for side, comp in error_components(mask, gold, tolerance=1, min_voxels=min_voxels, fp_tolerance=3):
-        if side == "fn":
-            op = "connect"
-        else:
-            box = ndimage.find_objects(comp.astype(np.uint8))[0]
-            box = tuple(slice(max(0, b.start - 4), b.stop + 4) for b in box)
-            grown = ndimage.binary_dilation(comp[box], _CUBE, iterations=4)
-            # attached: the piece and the true structure are one mask component within reach of each other
-            op = "cut" if (grown & true_part[box] & mask[box]).any() else "remove"
-        out.append(ErrorPiece(op, np.flatnonzero(comp)))
-    return out
-
-
-def crop_array(array: np.ndarray, start: Sequence[int], size: Sequence[int]) -> np.ndarray:
-    from neurorefiner.data.datamodules.stage1 import crop_padded
-
-    return crop_padded(array, start, tuple(size))  # type: ignore[arg-type]
-
-
-def stage2_record(sources: Sequence[Any], rng: np.random.Generator, settings: ShardSettings) -> dict:
-    """One stage-2 sample: a crop around one of a segmenter's errors of the drawn operation (another
-    operation when no source has that one)."""
-    from neurorefiner.defects.describe import crop_start
-
-    op = _draw(rng, settings.op_shares)
-    have = [s for s in sources if any(e.op == op for e in s.errors)]
-    if not have:
-        ops = sorted({e.op for s in sources for e in s.errors})
-        if not ops:
-            raise ValueError("the masks hold no error to learn from")
-        op = ops[int(rng.integers(len(ops)))]
-        have = [s for s in sources if any(e.op == op for e in s.errors)]
-    src = have[int(rng.integers(len(have)))]
-    pieces = [e for e in src.errors if e.op == op]
-    piece = pieces[int(rng.integers(len(pieces)))]
-    size = settings.crop_size
-    coords = np.stack(np.unravel_index(piece.voxels, src.gold.shape), axis=1)
-    start = crop_start(coords.mean(axis=0), size, src.gold.shape, rng)
-    mask, gold = crop_array(src.mask, start, size), crop_array(src.gold, start, size)
-    own = np.zeros(size, dtype=bool)
-    local = coords - np.asarray(start)
-    local = local[np.all((local >= 0) & (local < np.asarray(size)), axis=1)]
-    own[tuple(local.T)] = True
-    side = "fn" if op == "connect" else "fp"
-    wrong = (gold & ~mask) if side == "fn" else (mask & ~gold)
-    change = ndimage.binary_dilation(own, _CUBE, iterations=2) & wrong
-    if not change.any():
-        raise ValueError("the error left the crop")
-    return {"image": crop_array(src.image, start, size), "mask": mask, "target": mask ^ change, "change": change,
-            "side": side, "attached": op == "cut", "op": op, "kind": f"mined_{op}", "source": src.name,
-            "start": [int(s) for s in start], "instruction": "", "distractor": ""}
-
-
 # ------------------------------------------------------------------------------------------- writing
 def _pack(a: np.ndarray) -> np.ndarray:
     return np.packbits(np.asarray(a, dtype=bool).ravel())
@@ -370,6 +269,17 @@ def write_shards(out: Path, load: Callable[[], list], maker: Callable, settings:
 
 
 # ------------------------------------------------------------------------------------------- reading
+def to_item(sample: Mapping) -> dict:
+    """Numpy sample -> the batch contract's tensors (channel axis added)."""
+    def t(a: np.ndarray, dtype: type) -> torch.Tensor:
+        # convert in numpy: torch's bool -> float cast is ~100x slower on small CPU tensors
+        return torch.from_numpy(np.ascontiguousarray(a, dtype=dtype))[None]
+
+    return {"image": t(sample["image"], np.float32), "mask": t(sample["mask"], np.float32),
+            "target": t(sample["target"], np.float32), "instruction": str(sample["instruction"]),
+            "region": t(sample["region"], np.bool_)}
+
+
 class ShardDataset(Dataset):
     """The samples of one shard folder as batch items (the stage datamodules' contract).
 
@@ -443,7 +353,6 @@ class ShardDataset(Dataset):
                 "instruction": ins.format(), "variant": rec["variant"], "op": rec["op"], "kind": rec["kind"]}
 
     def __getitem__(self, index: int | tuple[int, ...]) -> dict:
-        from neurorefiner.data.datamodules.stage1 import to_item
         from neurorefiner.data.samplers import key_rng
 
         if isinstance(index, tuple):  # a KeyedCropSampler key: the same item on any rank and after a resume
@@ -477,101 +386,3 @@ class MixedDataset(Dataset):
         return part[(*index, 8)] if isinstance(index, tuple) else part[int(rng.integers(len(part)))]
 
 
-# ------------------------------------------------------------------------------------------- sources
-@dataclass
-class MaskSource:
-    """A segmenter's mask of one training case, its image and gold, and the errors found in it."""
-
-    name: str
-    image: np.ndarray
-    mask: np.ndarray
-    gold: np.ndarray
-    errors: list
-
-
-@dataclass
-class GoldVolumes:
-    """Picklable loader of the stage-1 gold volumes: the training (``part="train"``) or validation cases
-    of each dataset (:func:`~neurorefiner.data.datamodules.stage1.split_cases`; test splits refused)."""
-
-    datasets: Sequence[str]
-    part: str = "train"
-    val_cases: int = 1
-
-    def cases(self) -> list:
-        from neurorefiner.data.datamodules.stage1 import resolve_datasets, split_cases
-
-        out = []
-        for ds in resolve_datasets(list(self.datasets)):
-            train, val = split_cases(ds, None, None, self.val_cases)
-            out += [(ds.name, c) for c in (train if self.part == "train" else val)]
-        return out
-
-    def __call__(self) -> list:
-        from neurorefiner.data.datamodules.stage1 import load_gold_volume
-
-        return [load_gold_volume(c) for _, c in self.cases()]
-
-
-@dataclass
-class MaskVolumes(GoldVolumes):
-    """Picklable loader of the stage-2 sources: each segmenter's initial mask of each case of ``part``
-    (read from ``<init_masks_root>/<dataset>/<segmenter>/<case>.tif``), with its errors."""
-
-    segmenters: Sequence[str] = ("unet3d", "nnunet_style")
-    init_masks_root: str | None = None
-
-    def paths(self) -> list[tuple[str, Any, str, Path]]:
-        from neurorefiner.paths import init_mask_path
-
-        out = []
-        for dataset, case in self.cases():
-            for seg in self.segmenters:
-                path = init_mask_path(dataset, seg, case.name, root=self.init_masks_root)
-                if path.exists():
-                    out.append((dataset, case, seg, path))
-        return out
-
-    def __call__(self) -> list:
-        from neurorefiner.data.datamodules.stage1 import load_gold_volume
-        from neurorefiner.io import read_mask
-
-        out, golds = [], {}
-        for dataset, case, seg, path in self.paths():
-            if (dataset, case.name) not in golds:
-                golds[(dataset, case.name)] = load_gold_volume(case)
-            vol = golds[(dataset, case.name)]
-            mask = np.asarray(read_mask(path).load(), dtype=bool)
-            if mask.shape != vol.gold.shape:
-                raise InputError(f"mask shape {mask.shape} differs from the image's {vol.gold.shape}", path)
-            out.append(MaskSource(f"{dataset}/{seg}/{case.name}", vol.image, mask, vol.gold,
-                                  find_errors(mask, vol.gold)))
-        return out
-
-
-def make_shards(out: Path, stage: int, datasets: Sequence[str], n_samples: int, part: str = "train",
-                segmenters: Sequence[str] = ("unet3d", "nnunet_style"), init_masks_root: str | None = None,
-                settings: ShardSettings | None = None, shard_size: int = 256, workers: int = 2,
-                progress: bool = True) -> dict:
-    """Stage-1 (synthetic defects in gold) or stage-2 (segmenters' errors) shards of the ``part``
-    (train / val) cases of ``datasets``; see the module docstring."""
-    if part not in ("train", "val"):
-        raise ValueError(f"part must be train or val, got {part!r}")
-    settings = settings or ShardSettings(stage=stage)
-    settings.stage = int(stage)
-    if stage == 1:
-        load: GoldVolumes = GoldVolumes(list(datasets), part)
-        names = [f"{d}/{c.name}" for d, c in load.cases()]
-        maker: Callable = stage1_record
-    elif stage == 2:
-        load = MaskVolumes(list(datasets), part, segmenters=list(segmenters), init_masks_root=init_masks_root)
-        found = load.paths()
-        if not found:
-            raise InputError("no initial masks of these cases; make them first with `neurorefiner init-masks "
-                             "--dataset <name> --split <train split> --segmenter <name>`",
-                             init_masks_root or "data/cache/init_masks")
-        names = [f"{d}/{s}/{c.name}" for d, c, s, _ in found]
-        maker = stage2_record
-    else:
-        raise ValueError(f"stage must be 1 or 2, got {stage}")
-    return write_shards(Path(out), load, maker, settings, n_samples, shard_size, workers, names, progress)

@@ -17,13 +17,11 @@ from neurorefiner.data.sample_shards import (
     ShardDataset,
     ShardSettings,
     describe_sample,
-    find_errors,
     instruction_for,
-    stage1_record,
-    stage2_record,
     write_shards,
     writer_version,
 )
+from neurorefiner.data.shard_makers import find_errors, stage1_record, stage2_record
 from neurorefiner.errors import InputError
 from neurorefiner.topology.instructions import parse_instruction
 from tests.unit.test_stage1_data import neuron_volume

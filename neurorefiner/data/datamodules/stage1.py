@@ -31,6 +31,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from neurorefiner.data.cases import Case
 from neurorefiner.data.registry import get_dataset
+from neurorefiner.data.sample_shards import to_item  # the batch contract (stage 2 reads it from here too)
 from neurorefiner.data.samplers import KeyedCropSampler, ShardSampler, key_rng, rank_and_world, use_keyed
 from neurorefiner.defects.generate import SOURCE_KINDS, DefectConfig, draw_kind, make_one
 from neurorefiner.errors import InputError
@@ -221,17 +222,6 @@ def make_stage1_sample(image: np.ndarray, gold_mask: np.ndarray, rng: np.random.
                 "distractor": distractor, "change": defect.changed}
     raise ValueError(f"no defect could be made in {max_tries} crops of size {size}: the gold mask has too "
                      f"little foreground (fewer than {min_foreground} voxels per crop) or no breakable neurite")
-
-
-def to_item(sample: Mapping) -> dict:
-    """Numpy sample -> the batch contract's tensors (channel axis added)."""
-    def t(a: np.ndarray, dtype: type) -> torch.Tensor:
-        # convert in numpy: torch's bool -> float cast is ~100x slower on small CPU tensors
-        return torch.from_numpy(np.ascontiguousarray(a, dtype=dtype))[None]
-
-    return {"image": t(sample["image"], np.float32), "mask": t(sample["mask"], np.float32),
-            "target": t(sample["target"], np.float32), "instruction": str(sample["instruction"]),
-            "region": t(sample["region"], np.bool_)}
 
 
 # ---------------------------------------------------------------------------------------------- datasets
