@@ -27,12 +27,16 @@ def cpu_seconds() -> float:
 
 class ProgressLog(L.Callback):
     """Write ``path`` (JSON) every ``every_n_steps`` training steps and at the end of fitting: global step,
-    steps and CPU seconds of this piece and of all pieces (the file's previous totals carried over)."""
+    steps and CPU seconds of this piece and of all pieces (the file's previous totals carried over). With
+    ``max_cpu_minutes`` the run stops once all its pieces together have spent that much CPU time."""
 
-    def __init__(self, path: str | Path, every_n_steps: int = 50) -> None:
+    def __init__(self, path: str | Path, every_n_steps: int = 50, max_cpu_minutes: float | None = None) -> None:
         if every_n_steps < 1:
             raise ValueError(f"every_n_steps must be >= 1, got {every_n_steps}")
+        if max_cpu_minutes is not None and max_cpu_minutes <= 0:
+            raise ValueError(f"max_cpu_minutes must be > 0, got {max_cpu_minutes}")
         self.path, self.every = Path(path), int(every_n_steps)
+        self.max_cpu_s = None if max_cpu_minutes is None else 60.0 * float(max_cpu_minutes)
         self.prior: dict[str, Any] = {}
         self.t0 = self.cpu0 = 0.0
         self.step0 = 0
@@ -68,6 +72,10 @@ class ProgressLog(L.Callback):
     def on_train_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
         if int(trainer.global_step) % self.every == 0:
             self.write(trainer)
+        if self.max_cpu_s is not None:  # a budget in CPU time: fair between variants of unequal step cost
+            spent = sum(p["cpu_s"] for p in self.prior.get("pieces", [])) + cpu_seconds() - self.cpu0
+            if spent >= self.max_cpu_s:
+                trainer.should_stop = True
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.write(trainer)

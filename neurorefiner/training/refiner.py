@@ -103,7 +103,7 @@ def refiner_settings(cfg: DictConfig) -> dict[str, Any]:
     encoder, the seed; not the budget, the folders or the loader's workers."""
     stage, node = _stage_node(cfg)
     drop = {"max_steps", "max_epochs", "resume", "ckpt_dir", "checkpoint_name", "num_workers", "keyed_sampling",
-            "checkpoint_minutes"}
+            "checkpoint_minutes", "max_cpu_minutes"}
     return {"stage": str(stage), "node": without(OmegaConf.to_container(node, resolve=True), drop),
             "model": OmegaConf.to_container(cfg.model, resolve=True),
             "text_encoder": OmegaConf.to_container(cfg.text_encoder, resolve=True), "seed": cfg.get("seed")}
@@ -144,7 +144,9 @@ def train_refiner(cfg: DictConfig) -> dict[str, float]:
     from neurorefiner.training.progress import ProgressLog
 
     overrides: dict[str, Any] = {"logger": build_loggers(cfg) or False, "enable_checkpointing": True,
-                                 "callbacks": [*config_callbacks(cfg), latest, ProgressLog(run_dir / "progress.json")]}
+                                 "callbacks": [*config_callbacks(cfg), latest,
+                                               ProgressLog(run_dir / "progress.json",
+                                                           max_cpu_minutes=node.get("max_cpu_minutes"))]}
     if node.get("max_steps") is not None:
         overrides["max_steps"] = int(node.max_steps)
         overrides["max_epochs"] = -1

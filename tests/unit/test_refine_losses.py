@@ -89,3 +89,17 @@ def test_progress_sums_cpu_time_over_resumed_pieces(tmp_path: Path) -> None:
     assert two["cpu_hours_total"] >= one["cpu_hours_total"]
     with pytest.raises(ValueError):
         ProgressLog(path, every_n_steps=0)
+
+
+def test_cpu_budget_stops_the_run(tmp_path: Path) -> None:
+    trainer = SimpleNamespace(global_step=0, is_global_zero=True, should_stop=False)
+    log = ProgressLog(tmp_path / "p.json", max_cpu_minutes=1e-4)  # 6 ms
+    log.on_train_start(trainer, None)
+    trainer.global_step = 1
+    log.on_train_batch_end(trainer)
+    sum(i * i for i in range(300_000))
+    trainer.global_step = 2
+    log.on_train_batch_end(trainer)
+    assert trainer.should_stop
+    with pytest.raises(ValueError):
+        ProgressLog(tmp_path / "p.json", max_cpu_minutes=0)
