@@ -367,3 +367,41 @@ def test_repair_within_reach_still_joins_no_pieces_far_apart_or_beside_the_cell(
     side[15:18, 27:30, 0:13] = side[15:18, 35:38, 0:13] = True  # two ends 9 voxels left of the cell, side by side
     beside = decode(side, np.ones(BLOCK, np.float32), side.astype(np.float32), ins)
     assert not beside.changed and "nothing to connect" in beside.reason
+
+
+def test_repair_at_the_gap_centre_joins_the_sliver_a_cut_left_in_it():
+    """The cut case: 'Repair break at P', P the gap's centre, where the cut left a sliver of neurite in the gap
+    (three pieces). Bridging only the two long ends left the sliver apart (block Betti-0 2 after, as the
+    input's two long pieces); a sliver the network keeps is a join target, one it removes is not."""
+    true, cut = tube(2, 16)
+    sliver = np.zeros(BLOCK, bool)
+    sliver[15:18, 37:40, 30:33] = True       # 3 x 3 x 3 voxels in the 16-voxel gap, beside the straight bridge
+    true = true | sliver
+    mask = cut | sliver
+    assert betti0(mask) == 3
+    ins = Instruction("repair", "center-center-center")
+    bright = true.astype(np.float32)
+    bright[15:18, 33:37, 30:33] = 1.0        # the image shows the sliver's link to the neurite
+    keeps = mask.astype(np.float32)          # a network that keeps every piece and fills nothing
+    res = decode(mask, keeps, bright, ins)
+    assert res.changed and betti0(res.mask) == 1
+    before = decode(mask, keeps, bright, ins, config={"max_sliver": 0})
+    assert betti0(before.mask) == 2         # the fault: the sliver was no join target
+    rejects = np.where(sliver, 0.0, keeps).astype(np.float32)
+    assert betti0(decode(mask, rejects, bright, ins).mask) == 2
+
+
+def test_the_network_fill_is_kept_where_it_joins_pieces_and_dropped_where_it_joins_nothing():
+    """A network that fills the gap decides the join even where the image is dark; its fill elsewhere that
+    joins no two pieces is not kept (the decoding cleans up)."""
+    true, cut = tube(2, 8)
+    prob = true.astype(np.float32)
+    stray = np.zeros(BLOCK, bool)
+    stray[16, 26:28, 30:34] = True           # foreground the network adds beside the neurite, joining nothing
+    prob[stray] = 0.9
+    dark = np.zeros(BLOCK, np.float32)
+    res = decode(cut, prob, dark, Instruction("repair", "center-center-center"))
+    assert res.changed and betti0(res.mask) == 1 and "network's fill" in res.reason
+    assert not (res.mask & stray).any() and (res.mask & true & ~cut).sum() == (true & ~cut).sum()
+    off = decode(cut, prob, dark, Instruction("repair", "center-center-center"), config={"network_fill": False})
+    assert "network's fill" not in off.reason
