@@ -152,3 +152,24 @@ def test_mining_a_few_synthetic_volumes_generates_only_those(tmp_path, monkeypat
     assert len(t) == len(t.crops) and set(t.source) <= {"gold"} and (t.variant == 1).all()
     assert mine("tiny", "train", ["gold"], tmp_path / "mined", MineSettings(augment=1), limit=1,
                 progress=False) == files   # a rerun finds the file and mines nothing
+
+
+def test_the_threshold_holds_the_floor_on_each_dataset_not_only_pooled() -> None:
+    from neurorefiner.agents.learned.judge import best_threshold
+    from neurorefiner.agents.learned.model_fit import robust_threshold
+
+    rng = np.random.default_rng(0)
+    # an easy dataset (nine in ten right) and a hard one (half right, scores less separated)
+    p_easy, y_easy = rng.uniform(0.3, 1.0, 200), (rng.uniform(size=200) < 0.9).astype(int)
+    y_hard = (rng.uniform(size=100) < 0.5).astype(int)
+    p_hard = np.clip(0.45 + 0.35 * y_hard + rng.normal(0, 0.15, 100), 0, 1)
+    p, y = np.concatenate([p_easy, p_hard]), np.concatenate([y_easy, y_hard])
+    fams = np.array(["easy"] * 200 + ["hard"] * 100, dtype=object)
+    pooled = best_threshold(p, y, 0.8, 10)
+    robust = robust_threshold(p, y, fams, 0.8, 10)
+
+    def precision_on_hard(t: float) -> float:
+        flagged = p_hard >= t
+        return float(y_hard[flagged].mean()) if flagged.any() else 1.0
+
+    assert precision_on_hard(pooled) < 0.8 <= precision_on_hard(robust) and robust > pooled
