@@ -3,10 +3,9 @@
 
 For each held-out dataset (diadem, cwmbs_weak, cwmbs_noise, bigneuron, zbfwb: a synthetic preset and its
 real namesake are one dataset) a judge of each model type trains on every other dataset's candidates and is
-scored on the held-out one's. Its threshold is chosen without the held-out dataset: the lowest keeping
-:data:`~neurorefiner.agents.learned.judge.MIN_PRECISION` on predictions for training candidates their model
-did not see (leave one training dataset out for the fast models; for the network, which trains in minutes,
-one model trained on three quarters of the training stacks, its threshold from the other quarter). Reported
+scored on the held-out one's. Its threshold is chosen without the held-out dataset
+(:mod:`neurorefiner.agents.learned.model_fit`: the precision floor held on each training dataset's predictions
+from a model that did not see it). Reported
 per held-out dataset and kind: precision and recall at that threshold, average precision, and the recall the
 best threshold would reach at the precision floor (the ranking's worth apart from its calibration).
 
