@@ -27,9 +27,9 @@
 #      for S = unet3d, nnunet_style, as in checkpoints/toporefinenet.md; without it stage 2 is skipped)
 # Knobs (environment), each overriding the experiments only when set: STEPS1, STEPS2, BATCH, CROP ("[64,128,128]",
 #   z,y,x), WORKERS; and INIT_MASKS (data/cache/init_masks_dev), EVAL_N (64 evaluation defects), TIME1 / TIME2
-#   (hard wall limits per stage, "00:00:03:00" / "00:00:01:30"), ACCEL (gpu), PRECISION (bf16-mixed),
+#   (hard wall limits per stage, "00:00:02:30" / "00:00:01:15"), ACCEL (gpu), PRECISION (bf16-mixed),
 #   PY (python3), EXTRA (more Hydra overrides for both stages); the data engine: DATASET (diadem), SEGMENTERS
-#   ("unet3d nnunet_style"), N1 / N2 (6144 / 4096 training samples), NVAL (256), SHARDS (/tmp/nr_shards),
+#   ("unet3d nnunet_style"), N1 / N2 (4096 / 3072 training samples), NVAL (256), SHARDS (/tmp/nr_shards),
 #   SHARD_WORKERS (all cores), MAKE_MASKS (1: make missing segmenter masks first); LOSS (Hydra overrides of
 #   the loss, the probes' choice by default: experiments/toporefinenet/loss_probe.md).
 # CPU smoke test (tests/integration/test_gpu_recipe.py runs it on the tiny dataset):
@@ -58,10 +58,10 @@ fi
 OUT=${OUT:-$ROOT/outputs/gpu_toporefinenet}
 PY=${PY:-python3}
 CROP_SHOWN=${CROP:-[64,128,128]}; BATCH_SHOWN=${BATCH:-8}
-TIME1=${TIME1:-00:00:03:00}; TIME2=${TIME2:-00:00:01:30}
+TIME1=${TIME1:-00:00:02:30}; TIME2=${TIME2:-00:00:01:15}
 ACCEL=${ACCEL:-gpu}; PRECISION=${PRECISION:-bf16-mixed}; EXTRA=${EXTRA:-}
 DATASET=${DATASET:-diadem}; SEGMENTERS=${SEGMENTERS:-unet3d nnunet_style}
-N1=${N1:-6144}; N2=${N2:-4096}; NVAL=${NVAL:-256}; SHARDS=${SHARDS:-/tmp/nr_shards}
+N1=${N1:-4096}; N2=${N2:-3072}; NVAL=${NVAL:-256}; SHARDS=${SHARDS:-/tmp/nr_shards}
 SHARD_WORKERS=${SHARD_WORKERS:-$(nproc)}; MAKE_MASKS=${MAKE_MASKS:-1}
 LOSS=${LOSS:-model.residual=true model.edit_weight=10.0 model.swap_instruction_prob=0.0}
 mkdir -p "$OUT"
