@@ -85,9 +85,31 @@ def validator_audit(cases: str = typer.Option("", "--cases", help="comma-separat
                    judge=judge))
 
 
+@friendly_errors
+@writes(out="folder")
+def judge_dev(root: Path = typer.Option(DEFAULT_ROOT, "--root", help="mined candidates"),
+              out: Path = typer.Option(Path("experiments/judge"), "--out", help="output folder"),
+              stacks: str = typer.Option("OP_1,OP_2,OP_3,OP_4,OP_5,OP_6", "--stacks", help="DIADEM dev stacks"),
+              models: str = typer.Option("join=logistic,remove=lgbm,prune=lgbm", "--models",
+                                         help="kind=model of the new judge"),
+              segmenter: str = typer.Option("unet3d", "--segmenter", help="whose masks")) -> None:
+    """The held-out new judge's choices made directly on DIADEM dev, beside the shipped judge and classical."""
+    from neurorefiner.cli.train_judge import parse_models
+    from neurorefiner.errors import InputError
+    from neurorefiner.studies.judge_dev import judge_dev as run
+
+    chosen = [s for s in stacks.split(",") if s]
+    if any(s not in {f"OP_{i}" for i in range(1, 7)} for s in chosen):
+        raise InputError(f"--stacks: DIADEM dev stacks are OP_1-OP_6, got {stacks}")
+    command = (f"neurorefiner study judge-dev --root {root} --out {out} --stacks {stacks} --models {models} "
+               f"--segmenter {segmenter}")
+    typer.echo(run(root, out, chosen, parse_models(models), segmenter, command, progress=is_tty()))
+
+
 def register(app: typer.Typer) -> None:
     """Add this study's commands to the ``neurorefiner study`` sub-app."""
     app.command("judge-mine", help=judge_mine.__doc__)(judge_mine)
     app.command("judge-transfer", help=judge_transfer.__doc__)(judge_transfer)
     app.command("candidate-recall", help=candidate_recall.__doc__)(candidate_recall)
     app.command("validator-audit", help=validator_audit.__doc__)(validator_audit)
+    app.command("judge-dev", help=judge_dev.__doc__)(judge_dev)

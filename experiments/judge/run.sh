@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The judge that sees the image (experiments/judge/): labelled candidates mined with their image+mask crops, every
+# judge model type scored leave one dataset out, candidate recall and the Validator audit.
+# Mined candidates are cached under data/cache/judge_candidates/ (git-ignored). After new segmenter masks or a
+# recalibrated synthetic preset, delete that source's files there (e.g. data/cache/judge_candidates/*/*/*__unet3d.npz
+# or data/cache/judge_candidates/synthetic_zbfwb/) and run again; more volumes: raise --limit.
+# Synthetic stand-ins are SYNTHETIC; DIADEM is dev OP_1-OP_6 only (the mining refuses test splits and OP_7-OP_9).
+# What was run (a 2-core machine shared by six jobs): 2-3 val volumes per preset, DIADEM OP_1-OP_2 (U-Net masks).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+NR=".venv/bin/neurorefiner"
+$NR study judge-mine --dataset synthetic_zbfwb --split val --sources gold --augment 3 --limit 2
+for ds in synthetic_cwmbs_noise synthetic_bigneuron synthetic_cwmbs_weak; do
+  $NR study judge-mine --dataset "$ds" --split val --sources gold --augment 2 --limit 3
+done
+$NR study judge-mine --dataset diadem --split dev --sources unet3d --augment 1 --limit 2
+$NR study judge-transfer --out experiments/judge/join --kinds join --shipped checkpoints/judge.json --epochs 8
+$NR study judge-transfer --out experiments/judge/remove_prune --kinds remove,prune --models logistic,lgbm,crop_lgbm \
+  --shipped checkpoints/judge.json
