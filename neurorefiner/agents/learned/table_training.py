@@ -56,6 +56,7 @@ def table_judge_card(judge: Judge, command: str) -> str:
                          for k, v in meta.get("labelled", {}).items()) + ".",
              "  Synthetic datasets are SYNTHETIC stand-ins (their generator's gold); DIADEM is dev OP_1-OP_6 only.",
              f"- Code: commit {meta.get('commit')}.", "",
-             "Leave-one-dataset-out figures of every model type: experiments/judge/judge_transfer.md.", "",
+             "Leave-one-dataset-out figures of every model type: experiments/judge/join/judge_transfer.md and "
+             "experiments/judge/remove_prune/judge_transfer.md.", "",
              "Stored as a weights-only .pt (tensors, numbers, LightGBM text): loading runs no code."]
     return "\n".join(lines) + "\n"
