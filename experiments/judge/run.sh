@@ -18,3 +18,9 @@ $NR study judge-mine --dataset diadem --split dev --sources unet3d --augment 1 -
 $NR study judge-transfer --out experiments/judge/join --kinds join --shipped checkpoints/judge.json --epochs 8
 $NR study judge-transfer --out experiments/judge/remove_prune --kinds remove,prune --models logistic,lgbm,crop_lgbm \
   --shipped checkpoints/judge.json
+# The one judge for every dataset (checkpoints/judge_transfer.pt; not yet the default: conf/agent/learned.yaml still
+# names checkpoints/judge.json until its refine F1 is measured), and its choices made directly on DIADEM dev
+# (each stack judged by a judge trained without it).
+$NR train-judge --table data/cache/judge_candidates --models join=logistic,remove=crop_lgbm,prune=logistic \
+  --out checkpoints/judge_transfer.pt --epochs 8
+$NR study judge-dev --stacks OP_1,OP_2 --models join=logistic,remove=crop_lgbm,prune=logistic --out experiments/judge
