@@ -173,3 +173,18 @@ def test_the_threshold_holds_the_floor_on_each_dataset_not_only_pooled() -> None
         return float(y_hard[flagged].mean()) if flagged.any() else 1.0
 
     assert precision_on_hard(pooled) < 0.8 <= precision_on_hard(robust) and robust > pooled
+
+
+def test_the_shipped_transfer_judge_loads_weights_only_on_cpu_and_scores_candidates() -> None:
+    import torch
+
+    from neurorefiner.paths import project_root
+
+    path = project_root() / "checkpoints" / "judge_transfer.pt"
+    torch.load(path, map_location="cpu", weights_only=True)
+    judge = Judge.load(path)
+    assert set(judge.thresholds) == set(KINDS) and "train-judge --table" in judge.meta["command"]
+    image, mask = cut_tube()
+    cs = find_candidates(image, mask, SPACING)
+    p, passed = judge.decide(cs.candidates, CropView(image, mask, SPACING, cs.levels))
+    assert p.shape == (len(cs.candidates),) and np.all((p >= 0) & (p <= 1))
