@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Loss probes of TopoRefineNet: each variant fine-tunes the shipped stage-1 checkpoint for the same number of
-# steps on the stage-1 sample shards (conf/experiment/toporefinenet_probe.yaml), one at a time, then all are
+# Loss probes of TopoRefineNet: each variant fine-tunes the shipped stage-1 checkpoint for the same budget
+# (STEPS steps or CPU_MIN CPU-minutes, whichever comes first: a costlier loss gets fewer steps) on the stage-1
+# sample shards (conf/experiment/toporefinenet_probe.yaml), one at a time, then all are
 # scored on the same held-out defects (OP_6 and SYNTHETIC stacks, raw network:
 # neurorefiner.studies.editor_training_probe). Writes outputs/toporefinenet_probes/<variant>/ (checkpoint,
 # progress.json with steps and CPU seconds) and experiments/toporefinenet/results/loss_probe/<variant>.json.
@@ -11,6 +12,7 @@ cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 WANDB_MODE=offline HF_HUB_OFFLINE=1
 PY=${PY:-.venv/bin/python}
 STEPS=${STEPS:-150}
+CPU_MIN=${CPU_MIN:-5.6}  # what 150 steps of the plain loss cost on the shared machine (2026-12-04)
 OUT=${OUT:-outputs/toporefinenet_probes}
 RESULTS=${RESULTS:-experiments/toporefinenet/results/loss_probe}
 declare -A VARIANTS=(
@@ -28,10 +30,11 @@ for name in $ORDER; do
   fi
   if [[ ! -f $OUT/$name/toporefinenet_stage1.ckpt ]]; then
     # shellcheck disable=SC2086
-    nice -n 10 $PY train.py experiment=toporefinenet_probe "stages.1.max_steps=$STEPS" \
+    nice -n 10 $PY train.py experiment=toporefinenet_probe "stages.1.max_steps=$STEPS" "+stages.1.max_cpu_minutes=$CPU_MIN" \
       "paths.checkpoint_dir=$OUT/$name" ${VARIANTS[$name]} > "$OUT.$name.log" 2>&1
     cp "$OUT/$name/runs/refine/toporefinenet_stage1/progress.json" "$OUT/$name/progress.json"
   fi
   SCORE+=("$name=$OUT/$name/toporefinenet_stage1.ckpt")
 done
-nice -n 10 $PY -m neurorefiner.studies.editor_training_probe --out "$RESULTS" --n ${N:-30} "${SCORE[@]}"
+nice -n 10 $PY -m neurorefiner.studies.editor_training_probe --out "$RESULTS" --n ${N:-20} "${SCORE[@]}"
+$PY experiments/toporefinenet/loss_probe_table.py
