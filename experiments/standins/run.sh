@@ -21,7 +21,7 @@ export WANDB_MODE=offline OMP_NUM_THREADS=1
 PRESETS=${PRESETS:-"synthetic_cwmbs_weak synthetic_cwmbs_noise synthetic_bigneuron synthetic_zbfwb"}
 ARCHS=${ARCHS:-unet3d}
 STEPS=${STEPS:-"visibility train choose card masks eval table fragmentation fresh"}
-OUT=experiments/standins
+OUT=${OUT:-experiments/standins}
 for step in $STEPS; do
   case $step in
     visibility)
