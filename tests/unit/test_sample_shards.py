@@ -182,3 +182,24 @@ def test_stage2_errors_by_operation_and_sample() -> None:
             assert (s["mask"] & ~s["target"]).sum() > 0 and not (s["target"] & ~s["mask"]).any()
         ins = describe_sample(s["change"], s["side"], s["attached"], s["target"])
         assert ins.op == ("remove" if op != "connect" else ins.op) and (ins.region(CROP) & s["change"]).any()
+
+
+def test_stage2_datamodule_reads_shards_with_stage1_replay(shards: Path) -> None:
+    from neurorefiner.data.datamodules.stage2 import Stage2MinedDataModule
+
+    dm = Stage2MinedDataModule(dataset="unused", crop_size=CROP, batch_size=2, samples_per_epoch=4, shards=str(shards),
+                               replay_shards=str(shards), replay_prob=0.5, val_samples=3)
+    batch = next(iter(dm.train_dataloader()))
+    assert batch["image"].shape == (2, 1, *CROP) and len(dm.val_items()) == 3 and dm.crops == []
+
+
+def test_training_probe_headline_reads_the_summary() -> None:
+    from neurorefiner.studies.editor_training_probe import headline
+
+    summary = [{"kind": "break", "variant": "correct", "edits": 4, "unchanged": 0.0, "gap_filled": 0.5},
+               {"kind": "real_break", "variant": "correct", "edits": 2, "unchanged": 0.5, "gap_filled": 0.25},
+               {"kind": "break", "variant": "wrong_location", "edits": 4, "unchanged": 1.0, "gap_filled": 0.0},
+               {"kind": "noise", "variant": "wrong_location", "edits": 4, "unchanged": 0.5, "gap_filled": None},
+               {"kind": "break", "variant": "opposite", "edits": 4, "unchanged": 0.25, "gap_filled": 0.0}]
+    h = list(headline(summary).values())
+    assert h == [0.5, 0.25, 0.75, 0.25]
