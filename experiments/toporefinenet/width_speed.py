@@ -27,4 +27,5 @@ for channels in ((8, 16, 32, 64), (16, 32, 64, 128)):
         if i:  # the first step warms up
             times.append(time.process_time() - c)
     n = sum(p.numel() for p in net.parameters())
-    print(f"channels {list(channels)}: {n} parameters, {sorted(times)[len(times) // 2]:.2f} CPU s per step (median of 5)")
+    median = sorted(times)[len(times) // 2]
+    print(f"channels {list(channels)}: {n} parameters, {median:.2f} CPU s per step (median of 5)")
