@@ -24,3 +24,8 @@ $NR study judge-transfer --out experiments/judge/remove_prune --kinds remove,pru
 $NR train-judge --table data/cache/judge_candidates --models join=logistic,remove=crop_lgbm,prune=logistic \
   --out checkpoints/judge_transfer.pt --epochs 8
 $NR study judge-dev --stacks OP_1,OP_2 --models join=logistic,remove=crop_lgbm,prune=logistic --out experiments/judge
+# Candidate recall: gold-vetted breaks within the 8 um reach vs the join search (default and wider searches).
+$NR study candidate-recall --dataset diadem --split dev --sources unet3d --augment 1 --limit 2 --out experiments/judge
+$NR study candidate-recall --dataset synthetic_zbfwb --split val --sources gold --augment 1 --limit 2 --out experiments/judge
+# The Validator's verdicts against gold (every edit kept, the Validator shadowed); not run yet (CPU time).
+# $NR study validator-audit --cases OP_1,OP_2 --judge checkpoints/judge.json --out experiments/judge
