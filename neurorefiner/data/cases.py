@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from neurorefiner.io.swc import Tree, read_swc
 from neurorefiner.io.stacks import read_mask, read_volume
+from neurorefiner.io.swc import Tree, read_swc
 from neurorefiner.io.volume import Spacing, Volume
 
 
