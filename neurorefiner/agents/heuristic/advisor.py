@@ -104,22 +104,26 @@ class HeuristicAdvisor:
                     out.append((ins, frame))
         return out
 
+    def candidates(self, ctx: BlockContext, defect: Defect) -> list[tuple[Instruction, EditFrame]]:
+        """Every (instruction, frame) this Advisor would try for ``defect``, in order (subclasses word and place
+        them their own way; ``advise`` is shared)."""
+        anchors = np.asarray(defect.anchors, dtype=float) - ctx.origin
+        if defect.kind == "FN" and len(anchors) >= 2:
+            return self._break_candidates(ctx, anchors[0], anchors[1])
+        return self._noise_candidates(ctx, anchors[0])
+
     def advise(self, ctx: BlockContext, flag: Flag, defect: Defect, step: Step,
                history: Sequence[Attempt]) -> Advice | None:
+        """The first of ``candidates`` not tried before for this defect; ``None`` when all were (escalate)."""
         t0 = time.perf_counter()
         if not defect.anchors:
             found = self._find(ctx, defect.kind)
             if found is None:
                 return None
             defect = found
-        anchors = np.asarray(defect.anchors, dtype=float) - ctx.origin
-        if defect.kind == "FN" and len(anchors) >= 2:
-            candidates = self._break_candidates(ctx, anchors[0], anchors[1])
-        else:
-            candidates = self._noise_candidates(ctx, anchors[0])
         tried = {(h.advice.instruction.format(), repr(h.advice.frame.as_dict()))
                  for h in history if h.advice is not None}
-        fresh = [c for c in candidates if (c[0].format(), repr(c[1].as_dict())) not in tried]
+        fresh = [c for c in self.candidates(ctx, defect) if (c[0].format(), repr(c[1].as_dict())) not in tried]
         if not fresh:
             return None
         ins, frame = fresh[0]

@@ -26,7 +26,6 @@ default.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -34,7 +33,7 @@ import numpy as np
 from neurorefiner.agents.editor import frame_around
 from neurorefiner.agents.heuristic.advisor import HeuristicAdvisor, _position
 from neurorefiner.agents.heuristic.detect import DetectSettings
-from neurorefiner.agents.roles import Advice, Attempt, BlockContext, CallInfo, Defect, EditFrame, Flag, Step
+from neurorefiner.agents.roles import BlockContext, Defect, EditFrame
 from neurorefiner.defects.describe import crop_start, describe_branch, describe_join, describe_piece
 from neurorefiner.topology.components import component_voxels
 from neurorefiner.topology.instructions import Instruction
@@ -138,18 +137,3 @@ class LearnedAdvisor(HeuristicAdvisor):
                 unique.append((ins, frame))
         return unique
 
-    def advise(self, ctx: BlockContext, flag: Flag, defect: Defect, step: Step,
-               history: Sequence[Attempt]) -> Advice | None:
-        t0 = time.perf_counter()
-        if not defect.anchors:
-            found = self._find(ctx, defect.kind)
-            if found is None:
-                return None
-            defect = found
-        tried = {(h.advice.instruction.format(), repr(h.advice.frame.as_dict())) for h in history if h.advice}
-        fresh = [c for c in self.candidates(ctx, defect) if (c[0].format(), repr(c[1].as_dict())) not in tried]
-        if not fresh:
-            return None
-        ins, frame = fresh[0]
-        return Advice(ins, frame, CallInfo(self.name, seconds=time.perf_counter() - t0, raw=ins.format()),
-                      reason=defect.note)
