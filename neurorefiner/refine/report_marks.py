@@ -10,13 +10,12 @@ the napari review plugin, so both say the same thing.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 
 import numpy as np
 
 from neurorefiner.topology.blocks import Block, Slices
-from neurorefiner.topology.views import _agg, xy_view
+from neurorefiner.topology.views import _agg, figure_png, xy_view
 
 ADDED, REMOVED = "#1a9e3f", "#d61fd6"   # green, magenta: the colours of change_png and of the napari layer
 ESCALATED = "#00b7ff"
@@ -101,9 +100,4 @@ def marked_global_png(mask: np.ndarray, blocks: Sequence[Block], flagged: Sequen
         ax.text(centre[2] + 4, centre[1] - 4, label, color=ESCALATED, fontsize=8, fontweight="bold")
     ax.set_xlim(-0.5, w - 0.5)
     ax.set_ylim(h - 0.5, -0.5)
-    ax.set_axis_off()
-    fig.tight_layout(pad=0.1)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return buf.getvalue()
+    return figure_png(fig)

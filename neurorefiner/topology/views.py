@@ -29,6 +29,19 @@ def _agg():  # type: ignore[no-untyped-def]
     return plt
 
 
+
+def figure_png(fig) -> bytes:  # type: ignore[no-untyped-def]
+    """A matplotlib figure as PNG bytes, axes hidden and margins tight, then closed (the views and the report's
+    marked overview are drawn this way, and an open figure per block would leak memory over a long run)."""
+    plt = _agg()
+    for ax in fig.axes:
+        ax.set_axis_off()
+    fig.tight_layout(pad=0.1)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
 def to_uint8(array: np.ndarray) -> np.ndarray:
     """A 2D array scaled to 0..255 (min-max; a flat array gives zeros)."""
     a = np.asarray(array, dtype=np.float32)
@@ -95,12 +108,7 @@ def global_mask_png(mask: np.ndarray, blocks: Sequence[Block], highlight: Sequen
                                    fill=False, edgecolor="red" if red else "yellow", linewidth=1.5 if red else 0.6))
         ax.text(sx.start + 3, sy.start + 3, str(b.id), color="red" if red else "yellow", fontsize=9,
                 va="top", ha="left", fontweight="bold")
-    ax.set_axis_off()
-    fig.tight_layout(pad=0.1)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return buf.getvalue()
+    return figure_png(fig)
 
 
 def block_views(image_block: np.ndarray, mask_block: np.ndarray, upscale: int = 2) -> dict[str, bytes]:
