@@ -17,7 +17,7 @@
 # Two steps.
 #   1. Here (CPU machine, once):      bash scripts/gpu_train_toporefinenet.sh --prepare
 #      copies the pure-Python packages the GPU image lacks (hydra-core, omegaconf, antlr4, monai) into
-#      .gpu_deps/site, fetches the cp312 wheel of connected-components-3d into .gpu_deps/whl, and fills
+#      .gpu_deps/site, fetches the cp312 wheels of connected-components-3d, dijkstra3d and edt into .gpu_deps/whl, and fills
 #      the text-embedding cache with every instruction of the grammar (so no language model is needed
 #      there). .gpu_deps/ is git-ignored through .git/info/exclude.
 #   2. On the device (run tool):      command: bash scripts/gpu_train_toporefinenet.sh
@@ -31,7 +31,10 @@
 #   PY (python3), EXTRA (more Hydra overrides for both stages); the data engine: DATASET (diadem), SEGMENTERS
 #   ("unet3d nnunet_style"), N1 / N2 (4096 / 3072 training samples), NVAL (256), SHARDS (/tmp/nr_shards),
 #   SHARD_WORKERS (all cores), MAKE_MASKS (1: make missing segmenter masks first); LOSS (Hydra overrides of
-#   the loss, the probes' choice by default: experiments/toporefinenet/loss_probe.md).
+#   the loss, the probes' choice by default: experiments/toporefinenet/loss_probe.md); for several runs side by side
+#   (scripts/gpu_train_editor_variants.sh): SHARDS_READY=1 (the shards exist: skip making them), LOG_ROOT (this
+#   run's own paths.log_dir, so runs started in the same second never share a Hydra folder), ONE_STAGE=1 (no
+#   stage 1: stage 2 from scratch on the mined samples alone for TIME1 + TIME2, Table 6's one-stage row).
 # CPU smoke test (tests/integration/test_gpu_recipe.py runs it on the tiny dataset):
 #   ACCEL=cpu PRECISION=32 STEPS1=2 STEPS2=2 BATCH=2 CROP="[16,32,32]" WORKERS=0 N1=8 N2=8 NVAL=4 \
 #   OUT=/tmp/gpu_smoke PY=.venv/bin/python bash scripts/gpu_train_toporefinenet.sh
@@ -46,10 +49,11 @@ if [[ "${1:-}" == "--prepare" ]]; then
   rm -rf .gpu_deps/site && mkdir -p .gpu_deps/site .gpu_deps/whl
   for p in hydra omegaconf antlr4 monai; do cp -r "$SP/$p" .gpu_deps/site/; done
   find .gpu_deps/site -name __pycache__ -type d -prune -exec rm -rf {} +
-  ls .gpu_deps/whl/connected_components_3d-*cp312*.whl >/dev/null 2>&1 || \
+  for dist in connected-components-3d dijkstra3d edt; do  # compiled: cp312 wheels of the versions used here
     $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-      --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d .gpu_deps/whl \
-      "connected-components-3d==$($PY -c 'import importlib.metadata as m; print(m.version("connected-components-3d"))')"
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+      -d .gpu_deps/whl "$dist==$($PY -c "import importlib.metadata as m; print(m.version('$dist'))")"
+  done
   PROJECT_ROOT=$ROOT HF_HUB_OFFLINE=1 $PY scripts/warm_text_cache.py
   du -sh .gpu_deps data/cache/text_embeddings
   exit 0
@@ -63,11 +67,12 @@ ACCEL=${ACCEL:-gpu}; PRECISION=${PRECISION:-bf16-mixed}; EXTRA=${EXTRA:-}
 DATASET=${DATASET:-diadem}; SEGMENTERS=${SEGMENTERS:-unet3d nnunet_style}
 N1=${N1:-4096}; N2=${N2:-3072}; NVAL=${NVAL:-256}; SHARDS=${SHARDS:-/tmp/nr_shards}
 SHARD_WORKERS=${SHARD_WORKERS:-$(nproc)}; MAKE_MASKS=${MAKE_MASKS:-1}
+SHARDS_READY=${SHARDS_READY:-0}; ONE_STAGE=${ONE_STAGE:-0}; LOG_ROOT=${LOG_ROOT:-$ROOT/outputs}
 LOSS=${LOSS:-model.residual=true model.edit_weight=10.0 model.swap_instruction_prob=0.0}
 mkdir -p "$OUT"
 export PROJECT_ROOT=$ROOT HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline PYTHONUNBUFFERED=1
 if [[ -d .gpu_deps/site ]]; then
-  if ls .gpu_deps/whl/*.whl >/dev/null 2>&1 && ! $PY -c "import cc3d" 2>/dev/null; then
+  if ls .gpu_deps/whl/*.whl >/dev/null 2>&1 && ! $PY -c "import cc3d, dijkstra3d, edt" 2>/dev/null; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/gpu_site .gpu_deps/whl/*.whl
   fi
   export PYTHONPATH=$ROOT:$ROOT/.gpu_deps/site:/tmp/gpu_site:${PYTHONPATH:-}
@@ -102,15 +107,20 @@ shards() {  # stage, part, n, seed
     --workers "$SHARD_WORKERS" --shard-size 128 --out "$SHARDS/stage$1/$2" --init-masks-root "$INIT_MASKS" \
     "${SEG_ARGS[@]}" 2>&1 | tail -n 1 | tee -a "$LOG"
 }
-echo "== shards -> $SHARDS" | tee -a "$LOG"
-shards 1 train "$N1" 0 && shards 1 val "$NVAL" 1
 HAVE2=no
-if compgen -G "$INIT_MASKS/$DATASET/*/*.tif" >/dev/null && shards 2 train "$N2" 0 && shards 2 val "$NVAL" 1; then
-  HAVE2=yes
+if [[ "$SHARDS_READY" == 1 ]]; then
+  echo "== shards ready at $SHARDS" | tee -a "$LOG"
+  [[ -f $SHARDS/stage2/train/manifest.json ]] && HAVE2=yes
+else
+  echo "== shards -> $SHARDS" | tee -a "$LOG"
+  shards 1 train "$N1" 0 && shards 1 val "$NVAL" 1
+  if compgen -G "$INIT_MASKS/$DATASET/*/*.tif" >/dev/null && shards 2 train "$N2" 0 && shards 2 val "$NVAL" 1; then
+    HAVE2=yes
+  fi
 fi
 T0=$(date +%s)
 
-COMMON=(trainer.accelerator=$ACCEL trainer.precision=$PRECISION "paths.checkpoint_dir=$OUT")
+COMMON=(trainer.accelerator=$ACCEL trainer.precision=$PRECISION "paths.checkpoint_dir=$OUT" "paths.log_dir=$LOG_ROOT")
 knobs() {  # the Hydra overrides of the set knobs for stage $1
   [[ -n "${BATCH:-}" ]] && echo "stages.$1.datamodule.batch_size=$BATCH"
   [[ -n "${CROP:-}" ]] && echo "stages.$1.datamodule.crop_size=$CROP"
@@ -128,14 +138,25 @@ LOSS_ARGS=($LOSS)
 CMD1=($PY train.py experiment=paper_scale_toporefinenet_stage1 "dataset=$DATASET" "${COMMON[@]}" ${KNOBS1[@]+"${KNOBS1[@]}"}
       "stages.1.datamodule.shards=$SHARDS/stage1" "${LOSS_ARGS[@]}"
       "+trainer.max_time=$TIME1" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"})
-echo "== stage 1: ${CMD1[*]}" | tee -a "$LOG"
-"${CMD1[@]}" 2>&1 | tee -a "$LOG"
+if [[ "$ONE_STAGE" == 1 ]]; then
+  CMD1=()
+  echo "== stage 1 skipped (ONE_STAGE=1): stage 2 from scratch for $TIME1 + $TIME2" | tee -a "$LOG"
+  TIME2=$($PY -c "import sys; t=[sum(int(p)*m for p,m in zip(a.split(':'),(86400,3600,60,1))) for a in sys.argv[1:]]; \
+s=sum(t); print(f'{s//86400:02d}:{s%86400//3600:02d}:{s%3600//60:02d}:{s%60:02d}')" "$TIME1" "$TIME2")
+  STEPS2=$(( ${STEPS1:-0} + ${STEPS2:-0} )); [[ "$STEPS2" == 0 ]] && unset STEPS2
+  mapfile -t KNOBS2 < <(knobs 2)
+  INIT2=("stages.2.init_from=null" "stages.2.datamodule.replay_prob=0.0")
+else
+  echo "== stage 1: ${CMD1[*]}" | tee -a "$LOG"
+  "${CMD1[@]}" 2>&1 | tee -a "$LOG"
+  INIT2=("stages.2.init_from=$OUT/toporefinenet_stage1.ckpt")
+fi
 T1=$(date +%s)
 
 RAN2=no
 if [[ "$HAVE2" == yes ]]; then
   CMD2=($PY train.py experiment=paper_scale_toporefinenet_stage2 "dataset=$DATASET" "${COMMON[@]}" ${KNOBS2[@]+"${KNOBS2[@]}"}
-        "+trainer.max_time=$TIME2" "stages.2.init_from=$OUT/toporefinenet_stage1.ckpt"
+        "+trainer.max_time=$TIME2" "${INIT2[@]}"
         "stages.2.datamodule.shards=$SHARDS/stage2" "stages.2.datamodule.replay_shards=$SHARDS/stage1"
         "stages.2.datamodule.init_masks_root=$INIT_MASKS" "${LOSS_ARGS[@]}" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"})
   echo "== stage 2: ${CMD2[*]}" | tee -a "$LOG"
@@ -153,7 +174,8 @@ echo "== eval: ${CMD3[*]}" | tee -a "$LOG"
 "${CMD3[@]}" 2>&1 | tail -n 20 | tee -a "$LOG" || echo "eval failed (see train.log)" | tee -a "$LOG"
 T3=$(date +%s)
 # the card of the final checkpoint: what it was trained on, by which lines
-CARD_ARGS=(--stage1 paper_scale_toporefinenet_stage1)
+CARD_ARGS=()
+[[ "$ONE_STAGE" != 1 ]] && CARD_ARGS+=(--stage1 paper_scale_toporefinenet_stage1)
 [[ "$RAN2" == yes ]] && CARD_ARGS+=(--stage2 paper_scale_toporefinenet_stage2)
 "${NR[@]}" refiner-card --src "$OUT" "${CARD_ARGS[@]}" --name toporefinenet_gpu --dst "$OUT/cards" \
   --data "sample shards of $DATASET (stage 1: synthetic defects in the training cases' gold; stage 2: the errors of $SEGMENTERS on the training cases), $N1 / $N2 samples at $CROP_SHOWN; loss: $LOSS" \
@@ -162,7 +184,7 @@ CARD_ARGS=(--stage1 paper_scale_toporefinenet_stage1)
 # logs travel as one archive: the device run returns at most 8 files
 mkdir -p "$OUT/logs"
 n=0
-for f in $(ls -t "$ROOT"/outputs/train/refine/*/csv/version_*/metrics.csv 2>/dev/null | head -2); do
+for f in $(ls -t "$LOG_ROOT"/train/refine/*/csv/version_*/metrics.csv 2>/dev/null | head -2); do
   n=$((n + 1)); cp "$f" "$OUT/logs/metrics_run$n.csv"
 done
 [[ -f $OUT/eval/rows.csv ]] && cp "$OUT/eval/rows.csv" "$OUT/logs/eval_rows.csv"
@@ -179,7 +201,7 @@ tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"
   echo
   echo "## Commands"
   echo '```'
-  echo "${CMD1[*]}"
+  [[ ${#CMD1[@]} -gt 0 ]] && echo "${CMD1[*]}"
   [[ "$RAN2" != no ]] && echo "${CMD2[*]}"
   echo '```'
   echo
