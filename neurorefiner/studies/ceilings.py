@@ -77,11 +77,21 @@ def ceiling_masks(gc: Any, cands: Sequence[Any], labels: Sequence[int | None], j
         "scope": _cut_to(gc.mask, index.scope_slices()),
     }
     if judge is not None:
-        p, passed = judge.decide(cands)
+        p, passed = judge.decide(cands, crop_view(gc) if judge.uses_crops else None)
         picked = choose(cands, p, passed, gate=join_gate)
         masks["judge_a"] = apply_candidates(gc.mask, [c for c, _ in picked if c.kind != "prune"])
         masks["judge_b"] = apply_candidates(gc.mask, [c for c, _ in picked])
     return masks
+
+
+def crop_view(gc: Any) -> Any:
+    """What a judge whose models read crops is shown: the case's image and mask, at the intensity levels the
+    candidates were found with (the Inspector's own view, :class:`~neurorefiner.agents.learned.judge.CropView`)."""
+    from neurorefiner.agents.candidates import intensity_levels
+    from neurorefiner.agents.learned.judge import CropView
+
+    spacing = tuple(float(v) for v in gc.spacing)
+    return CropView(gc.image, gc.mask, spacing, intensity_levels(gc.image, gc.mask))  # type: ignore[arg-type]
 
 
 def loop_mask(gc: Any, judge: Any, t_max: int = 5) -> tuple[np.ndarray, dict]:

@@ -188,3 +188,27 @@ def test_the_shipped_transfer_judge_loads_weights_only_on_cpu_and_scores_candida
     cs = find_candidates(image, mask, SPACING)
     p, passed = judge.decide(cs.candidates, CropView(image, mask, SPACING, cs.levels))
     assert p.shape == (len(cs.candidates),) and np.all((p >= 0) & (p <= 1))
+
+
+def test_the_ceilings_judge_rows_show_a_crop_judge_its_crops() -> None:
+    """ceiling_masks called ``judge.decide`` without a view, which raised for any judge whose models read crops."""
+    from neurorefiner.agents.learned.training import GoldCase, label_case
+    from neurorefiner.io.swc import Tree
+    from neurorefiner.studies.ceilings import ceiling_masks
+
+    image, mask = cut_tube()
+    xs = np.arange(4, 92, 2, dtype=float)
+    gold = Tree.from_points(np.stack([np.full_like(xs, 8), np.full_like(xs, 24), xs], axis=1),
+                            np.arange(-1, len(xs) - 1))
+    gc = GoldCase("c", "s", image, mask, gold, SPACING)
+    cands, labels = label_case(image, mask, gold, SPACING)
+
+    class Bright:
+        uses_crops = True
+
+        def predict(self, x, crops):  # type: ignore[no-untyped-def]
+            return (crop_features(crops)[:, CROP_FEATURES.index("edit_snr")] > 5).astype(float)
+
+    judge = Judge({"join": Bright()}, {"join": 0.5, "remove": 1.1, "prune": 1.1})
+    masks = ceiling_masks(gc, cands, labels, judge)
+    assert masks["judge_a"][:, 22:27, 42:54].sum() > masks["initial"][:, 22:27, 42:54].sum()
