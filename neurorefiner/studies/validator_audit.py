@@ -26,9 +26,9 @@ from neurorefiner.agents.roles import Verdict
 
 
 def reason_class(reason: str) -> str:
-    """A verdict's reason without its numbers: the check that decided it."""
-    text = re.sub(r"[-+]?\d+(\.\d+)?%?", "#", reason.split(":")[0] if ":" in reason else reason)
-    return text.strip()
+    """A verdict's reason without its numbers: the check that decided it (the whole sentence, so that "the
+    edit changed nothing" and "only #% of the change is at the named place" stay apart)."""
+    return re.sub(r"[-+]?\d+(\.\d+)?%?", "#", reason).strip()
 
 
 class ShadowValidator:
@@ -60,8 +60,11 @@ class ShadowValidator:
         return Verdict(True, f"kept (shadow of: {v.reason})", v.info, v.checks)
 
 
-def audit_case(gc: Any, judge: Any, t_max: int = 5) -> tuple[np.ndarray, list[dict]]:
-    """The learned loop on one case with every edit kept and the Validator shadowed."""
+def audit_case(gc: Any, judge: Any, t_max: int = 5, shadow: bool = True, validator: dict | None = None
+               ) -> tuple[np.ndarray, list[dict]]:
+    """The learned loop on one case with every edit kept and the Validator shadowed; ``shadow=False``: the
+    loop as it runs (the Validator's verdicts obeyed; no records). ``validator``: settings that replace
+    conf/agent/learned.yaml's (a design change measured against the configured one)."""
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
@@ -75,11 +78,34 @@ def audit_case(gc: Any, judge: Any, t_max: int = 5) -> tuple[np.ndarray, list[di
     def args(role: str) -> dict:
         return {k: v for k, v in agent[role].items() if not k.startswith("_") and k != "judge"}  # type: ignore[union-attr]
 
-    shadow = ShadowValidator(LearnedValidator(**args("validator")), GoldIndex(gc.gold, gc.spacing, gc.mask.shape))
-    agents = Agents(LearnedInspector(judge=judge, **args("inspector")), LearnedAdvisor(**args("advisor")), shadow)
+    inner = LearnedValidator(**{**args("validator"), **(validator or {})})
+    checker = ShadowValidator(inner, GoldIndex(gc.gold, gc.spacing, gc.mask.shape)) if shadow else inner
+    agents = Agents(LearnedInspector(judge=judge, **args("inspector")), LearnedAdvisor(**args("advisor")), checker)
     editor = LazyEditor(instantiate(OmegaConf.load(conf_dir() / "editor" / "toporefinenet.yaml")))
     result = run_loop(gc.image, gc.mask, agents, editor, LoopSettings(t_max=t_max), gc.spacing)
-    return result.mask, shadow.records
+    return result.mask, checker.records if shadow else []
+
+
+def parse_settings(text: str) -> dict[str, float]:
+    """``"min_inside=0.8,connect_margin=12"`` -> settings of the Validator (numbers; a bad pair is an
+    :class:`~neurorefiner.errors.InputError` naming it)."""
+    import inspect
+
+    from neurorefiner.agents.learned import LearnedValidator
+    from neurorefiner.errors import InputError
+
+    known = set(inspect.signature(LearnedValidator.__init__).parameters) - {"self"}
+    out: dict[str, float] = {}
+    for pair in (p.strip() for p in text.split(",") if p.strip()):
+        key, _, value = pair.partition("=")
+        if key not in known:
+            raise InputError(f"--validator: unknown setting {key!r} (one of {', '.join(sorted(known))})")
+        try:
+            number = float(value)
+        except ValueError:
+            raise InputError(f"--validator: {pair!r} is not key=number") from None
+        out[key] = int(number) if number.is_integer() and "." not in value else number
+    return out
 
 
 def loso_judge(table_root: Path, held_out: str) -> Any:
@@ -98,9 +124,11 @@ def loso_judge(table_root: Path, held_out: str) -> Any:
 
 
 def validator_audit(cases: Sequence[str], segmenter: str, table_root: Path, out: Path, progress: bool = True,
-                    command: str = "", judge: Path | None = None) -> Path:
+                    command: str = "", judge: Path | None = None, validator: dict | None = None) -> Path:
     """``judge``: one judge for every stack instead of the held-out ones (e.g. the shipped judge, which saw the
-    dev stacks: the audit asks about the Validator, not the judge)."""
+    dev stacks: the audit asks about the Validator, not the judge). Each stack is also refined with the
+    Validator obeyed (the full loop), so its F1 stands beside every edit kept's. ``validator``: Validator
+    settings that replace the configured ones (both runs); the outputs are then named ``validator_audit_<k>-<v>``."""
     import csv
     import datetime as dt
     import io
@@ -121,33 +149,48 @@ def validator_audit(cases: Sequence[str], segmenter: str, table_root: Path, out:
 
         fixed = Judge.load(judge)
     for gc in tqdm(gcs, desc="validator audit", disable=not progress):
-        mask, records = audit_case(gc, fixed if fixed is not None else loso_judge(table_root, gc.case))
+        stack_judge = fixed if fixed is not None else loso_judge(table_root, gc.case)
+        mask, records = audit_case(gc, stack_judge, validator=validator)
+        obeyed, _ = audit_case(gc, stack_judge, shadow=False, validator=validator)
         f0, f1 = score(gc.mask, gc.gold, gc.spacing)["F1"], score(mask, gc.gold, gc.spacing)["F1"]
+        fv = score(obeyed, gc.gold, gc.spacing)["F1"]
         stacks.append({"case": gc.case, "initial_F1": round(f0, 4), "kept_all_F1": round(f1, 4),
+                       "validator_F1": round(fv, 4),
                        "edits": len(records), "rejected": sum(not r["accept"] for r in records),
                        "rejected_right": sum((not r["accept"]) and r["right"] for r in records),
                        "accepted_wrong": sum(r["accept"] and not r["right"] for r in records)})
         rows += [{"case": gc.case, **r} for r in records]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    stem = "validator_audit" + "".join(f"_{k}-{v}" for k, v in sorted((validator or {}).items()))
     if rows:
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-        write_text_atomic(out / "validator_audit.csv", buf.getvalue())
+        write_text_atomic(out / f"{stem}.csv", buf.getvalue())
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = ["# The Validator's verdicts against gold (DIADEM dev, real data, leave one stack out)", "",
              f"Produced by `{command}` on {when} at commit `{git_commit()}`.", "",
              "The learned loop with every edit kept; the configured Validator shadowed (neurorefiner.studies."
              "validator_audit). Judge: " + (f"`{judge}` for every stack" if judge else "each stack's held out") +
+             ". Validator settings: " + (", ".join(f"{k}={v}" for k, v in validator.items()) + " (replacing "
+                                         "conf/agent/learned.yaml's)" if validator else "conf/agent/learned.yaml's") +
              ". `right`: a join's added voxels at least half within 3 um of the gold, a removal's "
-             "removed voxels at most a tenth.", "",
-             "| stack | initial F1 | every edit kept F1 | edits | rejected | rejected but right | accepted but wrong |",
-             "|---|---|---|---|---|---|---|"]
+             "removed voxels at most a tenth. `Validator obeyed F1`: the full loop (a rejected edit retried or "
+             "escalated); root-seeded APP2, F1 in %.", "",
+             "| stack | initial F1 | every edit kept F1 | Validator obeyed F1 | edits | rejected | rejected but right "
+             "| accepted but wrong |",
+             "|---|---|---|---|---|---|---|---|"]
     for s in stacks:
-        lines.append(f"| {s['case']} | {100 * s['initial_F1']:.2f} | {100 * s['kept_all_F1']:.2f} | {s['edits']} | "
+        lines.append(f"| {s['case']} | {100 * s['initial_F1']:.2f} | {100 * s['kept_all_F1']:.2f} | "
+                     f"{100 * s['validator_F1']:.2f} | {s['edits']} | "
                      f"{s['rejected']} | {s['rejected_right']} | {s['accepted_wrong']} |")
+    if stacks:
+        mean = {k: 100 * float(np.mean([s[k] for s in stacks])) for k in ("initial_F1", "kept_all_F1", "validator_F1")}
+        lines.append(f"| mean | {mean['initial_F1']:.2f} | {mean['kept_all_F1']:.2f} | {mean['validator_F1']:.2f} | "
+                     f"{sum(s['edits'] for s in stacks)} | {sum(s['rejected'] for s in stacks)} | "
+                     f"{sum(s['rejected_right'] for s in stacks)} | {sum(s['accepted_wrong'] for s in stacks)} |")
     lines += ["", "Per check (the reason the Validator gave, numbers removed):", "",
               "| verdict | check | edits | right | wrong |", "|---|---|---|---|---|"]
     keys = sorted({(r["accept"], r["check"]) for r in rows}, key=lambda k: (k[0], k[1]))
@@ -155,4 +198,4 @@ def validator_audit(cases: Sequence[str], segmenter: str, table_root: Path, out:
         rs = [r for r in rows if r["accept"] == acc and r["check"] == check]
         lines.append(f"| {'accept' if acc else 'reject'} | {check} | {len(rs)} | {sum(r['right'] for r in rs)} | "
                      f"{sum(not r['right'] for r in rs)} |")
-    return write_text_atomic(out / "validator_audit.md", "\n".join(lines) + "\n")
+    return write_text_atomic(out / f"{stem}.md", "\n".join(lines) + "\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from neurorefiner.io.swc import Tree
 from neurorefiner.studies.candidate_recall import case_recall, gold_breaks
@@ -64,4 +65,16 @@ def test_the_shadow_validator_keeps_every_edit_and_reads_each_against_gold() -> 
     assert result.counts["accepted"] == 1 and len(shadow.records) == 1
     r = shadow.records[0]
     assert not r["accept"] and r["right"] and r["op"] in ("connect", "repair")
-    assert reason_class(r["reason"]) == "not compliant"
+    assert reason_class(r["reason"]) == "not compliant: only # of the change is at the named place"
+
+
+def test_validator_settings_from_the_command_line_are_numbers_and_a_wrong_name_is_refused() -> None:
+    from neurorefiner.errors import InputError
+    from neurorefiner.studies.validator_audit import parse_settings
+
+    assert parse_settings("min_inside=0.8, connect_margin=12") == {"min_inside": 0.8, "connect_margin": 12}
+    assert parse_settings("") == {}
+    with pytest.raises(InputError, match="min_insde"):
+        parse_settings("min_insde=0.8")
+    with pytest.raises(InputError, match="key=number"):
+        parse_settings("margin=wide")

@@ -75,14 +75,19 @@ def validator_audit(cases: str = typer.Option("", "--cases", help="comma-separat
                     root: Path = typer.Option(DEFAULT_ROOT, "--root", help="mined candidates (the held-out judges)"),
                     out: Path = typer.Option(Path("experiments/judge"), "--out", help="output folder"),
                     judge: Path | None = typer.Option(None, "--judge", help="one judge for every stack (default: "
-                                                      "each stack's held out, from the mined candidates)")) -> None:
+                                                      "each stack's held out, from the mined candidates)"),
+                    validator: str = typer.Option("", "--validator",
+                                                  help="Validator settings replacing conf/agent/learned.yaml's, "
+                                                       "e.g. min_inside=0.8,connect_margin=12")) -> None:
     """The Validator's verdicts on DIADEM dev against gold (every edit kept, the Validator shadowed)."""
+    from neurorefiner.studies.validator_audit import parse_settings
     from neurorefiner.studies.validator_audit import validator_audit as run
 
     command = (f"neurorefiner study validator-audit --segmenter {segmenter} --root {root} --out {out}"
-               + (f" --cases {cases}" if cases else "") + (f" --judge {judge}" if judge else ""))
+               + (f" --cases {cases}" if cases else "") + (f" --judge {judge}" if judge else "")
+               + (f" --validator {validator}" if validator else ""))
     typer.echo(run([c for c in cases.split(",") if c], segmenter, root, out, progress=is_tty(), command=command,
-                   judge=judge))
+                   judge=judge, validator=parse_settings(validator)))
 
 
 @friendly_errors
