@@ -48,7 +48,7 @@ def check_segmenter(cfg: DictConfig) -> None:
     needs = [m for m in cfg.methods if getattr(method_class(method_node(cfg, str(m))), "needs_initial", True)]
     if segmenter == NAIVE or not needs:
         return
-    path = shipped_checkpoint(segmenter, name)
+    path = shipped_checkpoint(segmenter, name, cfg.dataset.get("subset"))
     if not path.is_file():
         raise InputError(f"no shipped {segmenter} segmenter for {name} (methods {', '.join(map(str, needs))} start "
                          f"from its masks); train and ship one with: {training_line(cfg, path)}; or give "

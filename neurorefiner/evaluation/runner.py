@@ -46,7 +46,7 @@ from neurorefiner.evaluation.figures import zmip
 from neurorefiner.evaluation.methods import build_method, method_key, method_node
 from neurorefiner.evaluation.paper_tables import provenance, trace_dir
 from neurorefiner.evaluation.tables import label_methods, markdown_table, summarize, write_rows_csv
-from neurorefiner.inference.init_masks import file_sha256
+from neurorefiner.inference.init_masks import file_sha256, preset_name
 from neurorefiner.io import read_mask, write_volume
 from neurorefiner.io.atomic import atomic_path, write_text_atomic
 from neurorefiner.paths import segmenter_dirname
@@ -144,7 +144,7 @@ def method_class(node: DictConfig) -> Any:
 def method_checkpoints(node: DictConfig, segmenter: str, dataset: str) -> list[Path]:
     """The checkpoint files a method's rows depend on: those its node names (the editor's ``null`` means
     the shipped ``checkpoints/toporefinenet.ckpt``) and, when it starts from the initial mask, the
-    segmenter's shipped checkpoint."""
+    segmenter's shipped checkpoint for ``dataset``, the dataset's full name (with its subset: ``preset_name``)."""
     from neurorefiner.inference.init_masks import NAIVE, shipped_checkpoint
     from neurorefiner.paths import project_root
 
@@ -280,7 +280,8 @@ def make_plan(cfg: DictConfig, dataset: Any, cases: list[Case], methods: list[st
     segmenter_dirname(segmenter)  # a name leading outside the output folders fails before any work
     return Plan(dataset=dataset.name, synthetic=is_synthetic_dataset(cfg, dataset), split=str(cfg.split),
                 segmenter=segmenter, methods=methods, nodes=nodes,
-                keys={m: row_key(nodes[m], segmenter, dataset.name) for m in methods},
+                keys={m: row_key(nodes[m], segmenter, preset_name(dataset.name, getattr(dataset, "subset", None)))
+                      for m in methods},
                 protocols=check_protocols(cfg), cases=_select_cases(cfg, cases), out_dir=Path(cfg.out_dir),
                 settings=settings_key(cfg), dataset_kwargs=ds_kwargs, figures=bool(cfg.get("figures", True)),
                 save_masks=bool(cfg.get("save_masks", True)), progress=bool(cfg.get("progress", True)),
@@ -454,7 +455,7 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case],  # type: ignore[no-unt
     if cfg.get("table"):
         from neurorefiner.evaluation.paper_tables import write_paper_table
 
-        write_paper_table(cfg, table_rows(cfg, plan.out_dir / "rows" / plan.settings / plan.split, rows, dataset.name),
+        write_paper_table(cfg, table_rows(cfg, plan.out_dir / "rows" / plan.settings / plan.split, rows),
                           dataset, not_run_reason=plan.not_run_reason, synthetic=plan.synthetic)
     return rows
 
@@ -514,7 +515,7 @@ def table_rows(cfg: DictConfig, split_dir: Path, rows: list[dict], dataset: str 
     """This run's rows plus every row already in ``split_dir`` (any segmenter, e.g. from a multirun over
     ``segmenter`` or ``cases``) made with the current settings, code version and checkpoints of a method the
     config knows."""
-    dataset = dataset or str(cfg.dataset.get("name", ""))
+    dataset = dataset or preset_name(str(cfg.dataset.get("name", "")), cfg.dataset.get("subset"))
     keys: dict[tuple[str, str], str] = {}
     out = {(r["segmenter"], r["method"], r["protocol"], r["case"]): r for r in rows}
     for path in sorted(split_dir.glob("*/*.json")):

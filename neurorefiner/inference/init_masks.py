@@ -2,8 +2,8 @@
 cached as ``data/cache/init_masks/<dataset>/<segmenter>/<case>.tif`` with a ``manifest.json``.
 
 ``neurorefiner init-masks --dataset diadem --segmenter unet3d``
-uses the shipped checkpoint ``checkpoints/segmenters/<segmenter>_<dataset>_cpu.pt`` when ``--model`` is
-not given (``otsu`` needs none: the naive floor). Finished cases are skipped, so an interrupted run
+uses the shipped checkpoint ``checkpoints/segmenters/<segmenter>_<dataset>[_<subset>]_cpu.pt`` when ``--model``
+is not given (``otsu`` needs none: the naive floor). Finished cases are skipped, so an interrupted run
 resumes; a different checkpoint (by hash) or post-processing recomputes everything. Learned segmenters'
 masks go through ``neurorefiner.postprocessing.masks.postprocess_mask`` (default: the setting chosen on the
 DIADEM validation case and recorded in the checkpoint), windows are wide by default (``default_window``).
@@ -25,15 +25,23 @@ from neurorefiner.paths import cache_dir, init_mask_dir, is_segmenter_file, proj
 NAIVE = "otsu"
 
 
-def shipped_checkpoint(segmenter: str, dataset: str) -> Path:
-    """Where the repository ships a segmenter trained on a dataset's dev/train split; ``segmenter`` may
-    instead be an explicit, existing checkpoint file. A name that would lead outside
-    ``checkpoints/segmenters/`` is refused (:func:`neurorefiner.paths.segmenter_dirname`)."""
+def preset_name(dataset: str, subset: str | None = None) -> str:
+    """A dataset's full name, the one its shipped segmenter is filed under: the dataset with its subset
+    (``cwmbs_noise``). CWMBS's weak and noise subsets are one dataset name with two kinds of stacks; filed by
+    the name alone they would share one checkpoint, the noisy stacks segmented by a net trained on the weak ones."""
+    return f"{dataset}_{subset}" if subset else str(dataset)
+
+
+def shipped_checkpoint(segmenter: str, dataset: str, subset: str | None = None) -> Path:
+    """Where the repository ships a segmenter trained on a dataset's dev/train split (``subset``: the dataset's
+    subset, part of its name, :func:`preset_name`); ``segmenter`` may instead be an explicit, existing
+    checkpoint file. A name that would lead outside ``checkpoints/segmenters/`` is refused
+    (:func:`neurorefiner.paths.segmenter_dirname`)."""
     segmenter_dirname(segmenter)  # refuses '..' and paths to nowhere
     if is_segmenter_file(segmenter):
         return Path(segmenter).expanduser()
     folder = (project_root() / "checkpoints" / "segmenters").resolve()
-    path = folder / f"{segmenter}_{segmenter_dirname(dataset)}_cpu.pt"
+    path = folder / f"{segmenter}_{segmenter_dirname(preset_name(dataset, subset))}_cpu.pt"
     if folder not in path.resolve().parents:
         raise InputError(f"segmenter {segmenter!r} on {dataset!r} leads outside {folder}")
     return path
@@ -109,7 +117,8 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
         import dataclasses
 
         from neurorefiner.inference.segmenter import recorded_postprocess
-        ckpt = Path(model) if model else shipped_checkpoint(segmenter, dataset)
+        ckpt = Path(model) if model else shipped_checkpoint(segmenter, dataset,
+                                                              (dataset_kwargs or {}).get("subset"))
         if not ckpt.exists():
             raise InputError(f"no checkpoint for {segmenter!r} on {dataset!r}; train one with "
                              f"`python train.py task=segment model={segmenter} dataset={dataset}` and pass "

@@ -92,7 +92,7 @@ def test_data_without_a_shipped_segmenter_names_the_line_that_trains_it(tmp_path
     with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
         cfg = compose(config_name="train", overrides=overrides)
     assert cfg.task == "segment" and cfg.dataset.subset == "noise" and cfg.ship is True
-    assert shipped_path(cfg, Path(cfg.segmentation.export_path)) == shipped_checkpoint("unet3d", "cwmbs")
+    assert shipped_path(cfg, Path(cfg.segmentation.export_path)) == shipped_checkpoint("unet3d", "cwmbs", "noise")
 
 
 def test_a_case_without_gold_is_one_line(tmp_path: Path) -> None:

@@ -110,3 +110,28 @@ def test_an_explicit_existing_checkpoint_file_is_accepted(tmp_path: Path) -> Non
     folder = init_mask_dir("diadem", str(own), tmp_path / "cache")
     assert folder.parent == tmp_path / "cache" / "diadem" and folder.name.startswith("my_seg-")
     assert shipped_checkpoint("unet3d", "diadem") == ROOT / "checkpoints" / "segmenters" / "unet3d_diadem_cpu.pt"
+
+
+@pytest.mark.parametrize("subset", ["weak", "noise"])
+def test_each_cwmbs_subset_has_its_own_shipped_segmenter(subset: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """CWMBS's weak and noise stacks are one dataset name with a subset: evaluate's check, the training line it
+    prints and the initial masks all look the segmenter up by the full name, so the noisy stacks are never
+    segmented by the net shipped for the weak ones (filed by the name alone, both were unet3d_cwmbs_cpu.pt)."""
+    from neurorefiner.evaluation.entry import check_segmenter
+    from neurorefiner.inference.init_masks import write_init_masks
+
+    monkeypatch.setenv("PROJECT_ROOT", str(ROOT))
+    expect = ROOT / "checkpoints" / "segmenters" / f"unet3d_cwmbs_{subset}_cpu.pt"
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+        cfg = compose(config_name="evaluate", overrides=["dataset=cwmbs", f"dataset.subset={subset}",
+                                                         "methods=[initial]", "segmenter=unet3d"])
+    with pytest.raises(InputError) as err:
+        check_segmenter(cfg)
+    assert Path(str(err.value.path)) == expect and f"/{expect.name}' ship=true" in err.value.problem
+    (tmp_path / subset / "images").mkdir(parents=True)
+    (tmp_path / subset / "images" / "case.tif").write_bytes(b"")
+    with pytest.raises(InputError) as err:
+        write_init_masks("cwmbs", "unet3d", split="all", out_dir=tmp_path / "masks", progress=False,
+                         dataset_kwargs={"root": str(tmp_path), "subset": subset})
+    assert Path(str(err.value.path)) == expect
