@@ -46,6 +46,7 @@ from neurorefiner.paths import project_root
 from neurorefiner.topology.instructions import Instruction, InstructionParseError, parse_instruction
 
 SHIPPED_CHECKPOINT = "checkpoints/toporefinenet.ckpt"
+ADDING_OPS = frozenset({"connect", "repair"})  # operations that may only add voxels; remove may only delete
 DECODINGS = ("topology", "raw")
 DEFAULT_CROP_MARGIN = 16  # voxels of context around the named place for the network pass (see crop_box)
 
@@ -94,6 +95,16 @@ def _block_positions(net: torch.nn.Module, offset: Sequence[int], block: Sequenc
         del net._position
 
 
+def gate_by_operation(prob: np.ndarray, foreground: np.ndarray, op: str) -> np.ndarray:
+    """The network's probability with the edits the operation forbids taken out: a connect or repair may only
+    add voxels (the input's foreground stays at least as likely as the network says, and at least 1), a
+    remove may only delete them. The grammar's operation fixes the direction of an obedient edit, so an
+    editor told to remove noise never fills a gap, and one told to connect never erases a neurite; what
+    the text still has to carry is where, and whether anything at all is to be done there."""
+    fg = np.asarray(foreground, dtype=np.float32)
+    return np.maximum(prob, fg) if op in ADDING_OPS else np.minimum(prob, fg)
+
+
 def default_checkpoint() -> Path:
     return project_root() / SHIPPED_CHECKPOINT
 
@@ -123,7 +134,7 @@ class TopoRefiner:
     def __init__(self, net: torch.nn.Module, text_encoder: Any, device: str = "cpu", threshold: float = 0.5,
                  source: str = "", confine_margin: int | None = 4, decoding: str = "topology",
                  decoding_config: DecodingConfig | dict | None = None,
-                 crop_margin: int | None = DEFAULT_CROP_MARGIN) -> None:
+                 crop_margin: int | None = DEFAULT_CROP_MARGIN, operation_gate: bool = False) -> None:
         if not 0.0 < threshold < 1.0:
             raise ValueError(f"threshold must be in (0, 1), got {threshold}")
         if confine_margin is not None and confine_margin < 0:
@@ -133,6 +144,7 @@ class TopoRefiner:
         if crop_margin is not None and crop_margin < 0:
             raise ValueError(f"crop_margin must be >= 0 or None, got {crop_margin}")
         self.crop_margin = crop_margin
+        self.operation_gate = bool(operation_gate)
         self.net = net.to(device).eval()
         self.text_encoder = text_encoder
         self.device, self.threshold, self.source = device, float(threshold), source
@@ -154,7 +166,7 @@ class TopoRefiner:
              cache_dir: str | Path | None = None, threshold: float = 0.5,
              confine_margin: int | None = 4, decoding: str = "topology",
              decoding_config: DecodingConfig | dict | None = None,
-             crop_margin: int | None = DEFAULT_CROP_MARGIN) -> TopoRefiner:
+             crop_margin: int | None = DEFAULT_CROP_MARGIN, operation_gate: bool = False) -> TopoRefiner:
         """Rebuild the network and text encoder recorded in ``ckpt_path`` (default: the shipped one).
 
         ``text_encoder`` replaces the recorded one (it must have the same embedding size). The
@@ -189,7 +201,7 @@ class TopoRefiner:
                              f"{net.text_dim}-d", path=str(path))
         return cls(net, text_encoder, device=device, threshold=threshold, source=str(path),
                    confine_margin=confine_margin, decoding=decoding, decoding_config=decoding_config,
-                   crop_margin=crop_margin)
+                   crop_margin=crop_margin, operation_gate=operation_gate)
 
     @staticmethod
     def parse(instruction: str | Instruction) -> Instruction:
@@ -241,10 +253,11 @@ class TopoRefiner:
                 logits = self.net(x, m, emb)
         part = self.net.probabilities(logits)[0, 0].float().cpu().numpy()
         if part.shape == image.shape:
-            return part
-        out = fg.astype(np.float32)
-        out[box] = part
-        return out
+            out = part
+        else:
+            out = fg.astype(np.float32)
+            out[box] = part
+        return gate_by_operation(out, fg, parsed.op) if self.operation_gate else out
 
     def allowed_region(self, instruction: str | Instruction, shape: tuple[int, ...]) -> np.ndarray:
         """Where :meth:`edit` may change the mask: the named sub-region grown by ``confine_margin`` voxels

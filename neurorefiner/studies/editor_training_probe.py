@@ -54,12 +54,14 @@ def heldout_items(n_per_kind: int = 30, seed: int = 0, segmenters: Sequence[str]
     return items
 
 
-def score(ckpt: str | Path, items: Sequence[Any], variants: Sequence[str] = ("correct", "wrong_location", "opposite")
-          ) -> list[dict[str, Any]]:
-    """One row per (item, variant): the editor probe's per-edit figures of the raw decoding."""
+def score(ckpt: str | Path, items: Sequence[Any], variants: Sequence[str] = ("correct", "wrong_location", "opposite"),
+          operation_gate: bool = False) -> list[dict[str, Any]]:
+    """One row per (item, variant): the editor probe's per-edit figures of the raw decoding (with
+    ``operation_gate``: of the network's output with the edits the operation forbids taken out,
+    :func:`~neurorefiner.inference.refiner.gate_by_operation`)."""
     from neurorefiner.inference.refiner import TopoRefiner
 
-    refiner = TopoRefiner.load(ckpt)
+    refiner = TopoRefiner.load(ckpt, operation_gate=operation_gate)
     rows = []
     for i, item in enumerate(items):
         for variant in variants:
@@ -91,7 +93,8 @@ def headline(summary: Sequence[dict[str, Any]]) -> dict[str, float | None]:
     return {label: v for (label, _), v in zip(HEADLINE, values, strict=True)}
 
 
-def run(checkpoints: dict[str, str | Path], out: str | Path, n_per_kind: int = 30, seed: int = 0) -> dict:
+def run(checkpoints: dict[str, str | Path], out: str | Path, n_per_kind: int = 30, seed: int = 0,
+        operation_gate: bool = False) -> dict:
     """Score each named checkpoint on the same held-out items; writes ``<out>/<name>.json`` (summary,
     headline, item counts) and returns the headlines by name."""
     out = Path(out)
@@ -103,13 +106,14 @@ def run(checkpoints: dict[str, str | Path], out: str | Path, n_per_kind: int = 3
     result = {}
     for name, ckpt in checkpoints.items():
         t0 = time.time()
-        rows = score(ckpt, items)
+        rows = score(ckpt, items, operation_gate=operation_gate)
         summary = summarize(rows)
         head = headline(summary)
         from neurorefiner.io.atomic import atomic_path
 
         with atomic_path(out / f"{name}.json") as tmp:
-            Path(tmp).write_text(json.dumps({"checkpoint": str(ckpt), "items": counts, "headline": head,
+            Path(tmp).write_text(json.dumps({"checkpoint": str(ckpt), "operation_gate": operation_gate,
+                                             "items": counts, "headline": head,
                                              "summary": summary, "seconds": round(time.time() - t0, 1)},
                                             indent=1, default=_plain))
         result[name] = head
@@ -129,9 +133,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--n", type=int, default=30, help="defects per kind")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--operation-gate", action="store_true",
+                   help="take out the edits the instruction's operation forbids (connect/repair add, remove deletes)")
     args = p.parse_args(argv)
     named = dict(c.split("=", 1) for c in args.checkpoints)
-    for name, head in run(named, args.out, args.n, args.seed).items():
+    for name, head in run(named, args.out, args.n, args.seed, args.operation_gate).items():
         print(name, " ".join(f"{k}={'-' if v is None else f'{v:.3f}'}" for k, v in head.items()))
 
 

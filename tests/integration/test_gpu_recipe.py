@@ -33,3 +33,26 @@ def test_gpu_recipe_runs_tiny_on_cpu(tmp_path: Path) -> None:
     assert "Stage 2: yes" in card and "stages.1.datamodule.shards=" in card
     for stage in (1, 2):
         assert (tmp_path / "shards" / f"stage{stage}" / "train" / "manifest.json").exists()
+
+
+@pytest.mark.slow
+def test_variant_recipe_trains_two_variants_side_by_side_on_cpu(tmp_path: Path) -> None:
+    """scripts/gpu_train_editor_variants.sh: shards made once, the full model and the one-stage variant trained
+    at once from them, and everything packed into the device tool's 8 files."""
+    out = tmp_path / "out"
+    env = {**os.environ, "SMOKE": "1", "VARIANTS": "cab one_stage", "OUT": str(out), "PY": sys.executable,
+           "WORK": str(tmp_path / "work"), "INIT_MASKS": str(tmp_path / "init_masks"), "OMP_NUM_THREADS": "1"}
+    run = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_train_editor_variants.sh")], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=1500)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["cab_stage1.ckpt", "cab_stage2.ckpt", "logs.tar.gz", "variants.md", "variants.tar.gz"], files
+    report = (out / "variants.md").read_text()
+    assert "## cab" in report and "## one_stage" in report and "(ONE_STAGE=1)" in report
+    assert report.count("| toporefinenet_stage2 | correct |") == 2   # both evaluated
+    import tarfile
+
+    with tarfile.open(out / "variants.tar.gz") as tar:
+        names = tar.getnames()
+    assert "variants/one_stage/toporefinenet_stage2.ckpt" in names
+    assert not any(n.startswith("variants/one_stage/toporefinenet_stage1") for n in names)  # no stage 1 ran
