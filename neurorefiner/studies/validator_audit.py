@@ -128,7 +128,8 @@ def validator_audit(cases: Sequence[str], segmenter: str, table_root: Path, out:
     """``judge``: one judge for every stack instead of the held-out ones (e.g. the shipped judge, which saw the
     dev stacks: the audit asks about the Validator, not the judge). Each stack is also refined with the
     Validator obeyed (the full loop), so its F1 stands beside every edit kept's. ``validator``: Validator
-    settings that replace the configured ones (both runs); the outputs are then named ``validator_audit_<k>-<v>``."""
+    settings that replace the configured ones (both runs). Outputs: ``validator_audit_<segmenter>[_<k>-<v>...].md``
+    and ``.csv``."""
     import csv
     import datetime as dt
     import io
@@ -162,7 +163,7 @@ def validator_audit(cases: Sequence[str], segmenter: str, table_root: Path, out:
         rows += [{"case": gc.case, **r} for r in records]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = "validator_audit" + "".join(f"_{k}-{v}" for k, v in sorted((validator or {}).items()))
+    stem = f"validator_audit_{segmenter}" + "".join(f"_{k}-{v}" for k, v in sorted((validator or {}).items()))
     if rows:
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=list(rows[0]))
@@ -170,7 +171,7 @@ def validator_audit(cases: Sequence[str], segmenter: str, table_root: Path, out:
         w.writerows(rows)
         write_text_atomic(out / f"{stem}.csv", buf.getvalue())
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = ["# The Validator's verdicts against gold (DIADEM dev, real data, leave one stack out)", "",
+    lines = [f"# The Validator's verdicts against gold (DIADEM dev, real data, {segmenter} masks)", "",
              f"Produced by `{command}` on {when} at commit `{git_commit()}`.", "",
              "The learned loop with every edit kept; the configured Validator shadowed (neurorefiner.studies."
              "validator_audit). Judge: " + (f"`{judge}` for every stack" if judge else "each stack's held out") +
