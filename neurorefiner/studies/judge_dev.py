@@ -34,7 +34,10 @@ def held_out_judge(root: Path, stack: str, models: dict[str, str], epochs: int =
 
 
 def judge_dev(root: Path, out: Path, stacks: Sequence[str], models: dict[str, str], segmenter: str = "unet3d",
-              command: str = "", progress: bool = True) -> Path:
+              command: str = "", progress: bool = True, loop: bool = False) -> Path:
+    """``loop``: each judge also drives the learned loop with the shipped editor (rows ``..., in the loop``:
+    the NeuroRefiner row it would give, :func:`neurorefiner.studies.ceilings.loop_mask`). Outputs
+    ``judge_dev[_loop][_<segmenter> when not unet3d].md`` and ``.csv``."""
     import datetime as dt
 
     from tqdm import tqdm
@@ -45,7 +48,7 @@ def judge_dev(root: Path, out: Path, stacks: Sequence[str], models: dict[str, st
     from neurorefiner.agents.learned.training import gold_cases
     from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.paths import git_commit
-    from neurorefiner.studies.ceilings import classical_mask, protocol_scorer, write_rows
+    from neurorefiner.studies.ceilings import classical_mask, loop_mask, protocol_scorer, write_rows
 
     score = protocol_scorer()
     shipped = Judge.load(shipped_judge())
@@ -61,13 +64,16 @@ def judge_dev(root: Path, out: Path, stacks: Sequence[str], models: dict[str, st
             picked = choose(cs.candidates, p, passed, gate=join_gate)
             masks[name] = apply_candidates(gc.mask, [c for c, _ in picked if c.kind != "prune"])
             masks[name + " + prunes"] = apply_candidates(gc.mask, [c for c, _ in picked])
+            if loop:
+                masks[name + ", in the loop"], _ = loop_mask(gc, judge)
         for name, m in masks.items():
             s = score(m, gc.gold, gc.spacing)
             rows.append({"case": gc.case, "segmenter": segmenter, "row": name,
                          **{k: round(float(s[k]), 4) for k in ("SD", "SSD", "PRE", "REC", "F1")}})
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_rows(rows, out / "judge_dev.csv")
+    stem = "judge_dev" + ("_loop" if loop else "") + ("" if segmenter == "unet3d" else f"_{segmenter}")
+    write_rows(rows, out / f"{stem}.csv")
     names = list(dict.fromkeys(r["row"] for r in rows))
     stacks_done = list(dict.fromkeys(r["case"] for r in rows))
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -83,4 +89,4 @@ def judge_dev(root: Path, out: Path, stacks: Sequence[str], models: dict[str, st
         lines.append(f"| {name} | " + " | ".join(f"{100 * rs[c]['F1']:.2f}" for c in stacks_done) + " | "
                      + " | ".join(f"{100 * sum(v[k] for v in vals) / len(vals):.2f}" for k in ("F1", "PRE", "REC"))
                      + " |")
-    return write_text_atomic(out / "judge_dev.md", "\n".join(lines) + "\n")
+    return write_text_atomic(out / f"{stem}.md", "\n".join(lines) + "\n")

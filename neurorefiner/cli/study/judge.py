@@ -97,7 +97,9 @@ def judge_dev(root: Path = typer.Option(DEFAULT_ROOT, "--root", help="mined cand
               stacks: str = typer.Option("OP_1,OP_2,OP_3,OP_4,OP_5,OP_6", "--stacks", help="DIADEM dev stacks"),
               models: str = typer.Option("join=logistic,remove=lgbm,prune=lgbm", "--models",
                                          help="kind=model of the new judge"),
-              segmenter: str = typer.Option("unet3d", "--segmenter", help="whose masks")) -> None:
+              segmenter: str = typer.Option("unet3d", "--segmenter", help="whose masks"),
+              loop: bool = typer.Option(False, "--loop", help="each judge also drives the learned loop with the "
+                                                              "shipped editor")) -> None:
     """The held-out new judge's choices made directly on DIADEM dev, beside the shipped judge and classical."""
     from neurorefiner.cli.train_judge import parse_models
     from neurorefiner.errors import InputError
@@ -107,8 +109,8 @@ def judge_dev(root: Path = typer.Option(DEFAULT_ROOT, "--root", help="mined cand
     if any(s not in {f"OP_{i}" for i in range(1, 7)} for s in chosen):
         raise InputError(f"--stacks: DIADEM dev stacks are OP_1-OP_6, got {stacks}")
     command = (f"neurorefiner study judge-dev --root {root} --out {out} --stacks {stacks} --models {models} "
-               f"--segmenter {segmenter}")
-    typer.echo(run(root, out, chosen, parse_models(models), segmenter, command, progress=is_tty()))
+               f"--segmenter {segmenter}" + (" --loop" if loop else ""))
+    typer.echo(run(root, out, chosen, parse_models(models), segmenter, command, progress=is_tty(), loop=loop))
 
 
 def register(app: typer.Typer) -> None:
