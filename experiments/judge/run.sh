@@ -27,5 +27,9 @@ $NR study judge-dev --stacks OP_1,OP_2 --models join=logistic,remove=crop_lgbm,p
 # Candidate recall: gold-vetted breaks within the 8 um reach vs the join search (default and wider searches).
 $NR study candidate-recall --dataset diadem --split dev --sources unet3d --augment 1 --limit 2 --out experiments/judge
 $NR study candidate-recall --dataset synthetic_zbfwb --split val --sources gold --augment 1 --limit 2 --out experiments/judge
-# The Validator's verdicts against gold (every edit kept, the Validator shadowed); not run yet (CPU time).
-# $NR study validator-audit --cases OP_1,OP_2 --judge checkpoints/judge.json --out experiments/judge
+# The Validator's verdicts against gold (every edit kept, the Validator shadowed) and the full loop's F1 beside it,
+# on DIADEM dev OP_1-OP_6 with the default judge (checkpoints/judge.json), both segmenters' masks.
+for seg in unet3d nnunet_style; do
+  $NR study validator-audit --cases OP_1,OP_2,OP_3,OP_4,OP_5,OP_6 --judge checkpoints/judge.json --segmenter "$seg" \
+    --out experiments/judge
+done
