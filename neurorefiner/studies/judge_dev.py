@@ -50,6 +50,7 @@ def judge_dev(root: Path, out: Path, stacks: Sequence[str], models: dict[str, st
     from neurorefiner.paths import git_commit
     from neurorefiner.studies.ceilings import classical_mask, loop_mask, protocol_scorer, write_rows
 
+    commit = git_commit()   # before this run writes its own tracked outputs (else the table reads +dirty)
     score = protocol_scorer()
     shipped = Judge.load(shipped_judge())
     rows = []
@@ -78,7 +79,7 @@ def judge_dev(root: Path, out: Path, stacks: Sequence[str], models: dict[str, st
     stacks_done = list(dict.fromkeys(r["case"] for r in rows))
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"# The judge's choices made directly on DIADEM dev (real data, {segmenter} masks)", "",
-             f"Produced by `{command}` on {when} at commit `{git_commit()}`.", "",
+             f"Produced by `{command}` on {when} at commit `{commit}`.", "",
              "Models of the new judge: " + ", ".join(f"{k}: {v}" for k, v in models.items())
              + ". Root-seeded APP2; F1 etc. in %.", "",
              "| row | " + " | ".join(f"F1[{c}]" for c in stacks_done) + " | mean F1 | mean PRE | mean REC |",

@@ -144,6 +144,7 @@ def judge_transfer(root: Path, out: Path, kinds: Sequence[str], models: Sequence
     from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.paths import git_commit
 
+    commit = git_commit()   # before this run writes its own tracked outputs (else every table reads +dirty)
     rows, counts = [], {}
     for kind in kinds:
         t = load_table(root, kind)
@@ -156,4 +157,4 @@ def judge_transfer(root: Path, out: Path, kinds: Sequence[str], models: Sequence
     out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out / "judge_transfer.csv")
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return write_text_atomic(out / "judge_transfer.md", markdown(rows, command, when, git_commit(), counts))
+    return write_text_atomic(out / "judge_transfer.md", markdown(rows, command, when, commit, counts))
