@@ -5,7 +5,7 @@
 # recalibrated synthetic preset, delete that source's files there (e.g. data/cache/judge_candidates/*/*/*__unet3d.npz
 # or data/cache/judge_candidates/synthetic_zbfwb/) and run again; more volumes: raise --limit.
 # Synthetic stand-ins are SYNTHETIC; DIADEM is dev OP_1-OP_6 only (the mining refuses test splits and OP_7-OP_9).
-# What was run (a 2-core machine shared by six jobs): 2-3 val volumes per preset, DIADEM OP_1-OP_2 (U-Net masks).
+# What was run (a 2-core machine shared by six jobs): see README (the join table's last run left crop_net out: CPU time).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -14,8 +14,15 @@ $NR study judge-mine --dataset synthetic_zbfwb --split val --sources gold --augm
 for ds in synthetic_cwmbs_noise synthetic_bigneuron synthetic_cwmbs_weak; do
   $NR study judge-mine --dataset "$ds" --split val --sources gold --augment 2 --limit 3
 done
-$NR study judge-mine --dataset diadem --split dev --sources unet3d --augment 1 --limit 2
-$NR study judge-transfer --out experiments/judge/join --kinds join --shipped checkpoints/judge.json --epochs 8
+$NR study judge-mine --dataset diadem --split dev --sources unet3d,nnunet_style --augment 1
+# More gold-derived volumes of the presets that were not being recalibrated (cwmbs_noise / zbfwb were: their
+# val volumes above are the old preset's, left as they were).
+for ds in synthetic_bigneuron synthetic_cwmbs_weak; do
+  $NR study judge-mine --dataset "$ds" --split val --sources gold --augment 2 --limit 4
+  $NR study judge-mine --dataset "$ds" --split train --sources gold --augment 2 --limit 8
+done
+$NR study judge-transfer --out experiments/judge/join --kinds join --models logistic,lgbm,crop_lgbm \
+  --shipped checkpoints/judge.json
 $NR study judge-transfer --out experiments/judge/remove_prune --kinds remove,prune --models logistic,lgbm,crop_lgbm \
   --shipped checkpoints/judge.json
 # The one judge for every dataset (checkpoints/judge_transfer.pt; not yet the default: conf/agent/learned.yaml still
