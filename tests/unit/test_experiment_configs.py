@@ -166,9 +166,9 @@ def test_touch_experiment_turns_touch_on_beside_the_stage1_run(monkeypatch: pyte
 @pytest.mark.parametrize("preset", ["cwmbs_weak", "cwmbs_noise", "bigneuron", "zbfwb"])
 def test_nnunet_style_standin_shares_the_unet_recipe(preset: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The nnU-Net-style stand-in row shares the preset U-Net's data, crops, validation and pick. Both ran 1,800
-    steps; where the U-Net has been cut to the 300-step schedule its checkpoint choice picked (cwmbs_weak), the
-    nnU-Net-style recipe keeps the 1,800 steps it was shipped with, so each card's rebuild line rebuilds its own
-    file."""
+    steps; where the U-Net has been cut to the 300-step schedule its checkpoint choice picked (cwmbs_weak,
+    bigneuron), the nnU-Net-style recipe keeps the 1,800 steps it was shipped with, so each card's rebuild line
+    rebuilds its own file."""
     cfg = _compose([f"experiment=nnunet_style_synthetic_{preset}_cpu"], monkeypatch)
     base = _compose([f"experiment=unet3d_synthetic_{preset}_cpu"], monkeypatch)
     assert cfg.model._target_.endswith("NNUNetStyle") and base.model._target_.endswith("UNet3D")
@@ -176,7 +176,8 @@ def test_nnunet_style_standin_shares_the_unet_recipe(preset: str, monkeypatch: p
     assert cfg.segmentation.data == base.segmentation.data and cfg.segmentation.module == base.segmentation.module
     assert cfg.segmentation.pick == base.segmentation.pick == "trace"
     assert (cfg.trainer.max_epochs, cfg.trainer.check_val_every_n_epoch) == (6, 2)  # 1,800 steps, as shipped
-    short = {"cwmbs_weak", "bigneuron"}  # U-Nets shipped from the 300-step schedule (learning rate decayed over the 300 steps)
+    # U-Nets shipped from the 300-step schedule (learning rate decayed over the 300 steps)
+    short = {"cwmbs_weak", "bigneuron"}
     expect = (1, 1) if preset in short else (6, 2)
     assert (base.trainer.max_epochs, base.trainer.check_val_every_n_epoch) == expect
     assert cfg.segmentation.data.samples_per_epoch == base.segmentation.data.samples_per_epoch == 600
