@@ -86,3 +86,11 @@ def test_default_settings_detect_a_dead_server_within_a_minute() -> None:
     conf = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "agent" / "vlm.yaml").client
     for key in ("timeout", "connect_timeout", "max_retries", "backoff", "deadline"):
         assert float(conf[key]) == float(getattr(c, key)), key
+
+
+def test_a_good_answer_is_read_on_the_first_try_whatever_http_library_openai_runs_on() -> None:
+    """openai 3.x runs on httpx2 and rejects an ``httpx.Timeout`` on every request; the client built its timeout
+    from httpx, so every call was an "unreadable reply" fault and a healthy server looked dead."""
+    with FakeVLM(always=Answer('{"flags": []}')) as server:
+        reply = tiny_client(server.url).chat("any flags?")
+    assert reply.tries == 1 and reply.content == '{"flags": []}'

@@ -99,16 +99,20 @@ class ChatClient:
 
     def _timeout(self, read: float) -> Any:
         """The per-try timeout: ``read`` for the reply, the short ``connect_timeout`` to open the connection
-        (a dead host is found in seconds, not after a full read timeout)."""
-        import httpx
+        (a dead host is found in seconds, not after a full read timeout).
 
-        return httpx.Timeout(read, connect=min(self.connect_timeout, read))
+        Built with the ``Timeout`` class the installed openai re-exports: openai 1.x-2.x runs on httpx, 3.x on
+        httpx2, and each refuses the other's class (a ``TypeError`` on every request)."""
+        import openai
+
+        return openai.Timeout(read, connect=min(self.connect_timeout, read))
 
     def chat(self, text: str, images: Sequence[bytes] = (), schema: dict | None = None,
              schema_name: str = "answer") -> ChatReply:
         """Ask once (with retries, within ``deadline``); raise :class:`AgentServerError` when the server cannot
         answer, whatever the fault."""
         messages = self.messages(text, images)
+        self._openai()  # built (importing openai 3.x takes ~1.5 s) before the clock: the deadline is the server's
         t0 = time.perf_counter()
         last, tries, dropped_schema = "", 0, False
         rejected: list[str] = []
