@@ -9,6 +9,12 @@ from a model that did not see it). Reported
 per held-out dataset and kind: precision and recall at that threshold, average precision, and the recall the
 best threshold would reach at the precision floor (the ranking's worth apart from its calibration).
 
+Where the ranking transfers but the threshold does not, a lab can label a few candidates of its own data. The
+``calibrate`` rows measure that: the same held-out judge, its threshold chosen on ``k`` labelled candidates drawn
+at random from the held-out dataset (the floor, plus a margin, held on them: :func:`calibrated_threshold`),
+scored on the rest; ``repeats`` draws averaged. ``met`` is the share of draws where the remaining candidates
+reach the target (precision >= the floor at recall >= 60 %).
+
 Model types: ``logistic`` (the shipped JSON judge's: hand features), ``lgbm`` (trees, hand features),
 ``crop_lgbm`` (trees, hand features + crop statistics: :mod:`~neurorefiner.agents.learned.crop_features`) and
 ``crop_net`` (a small 3D network over the crop with the hand features beside it:
@@ -29,6 +35,9 @@ from neurorefiner.agents.learned.mining import CandidateTable
 from neurorefiner.agents.learned.model_fit import MODELS, inner_threshold, predict
 
 FAMILIES = ("diadem", "cwmbs_weak", "cwmbs_noise", "bigneuron", "zbfwb")
+TARGET_RECALL = 0.6
+CALIBRATION_MARGIN = 0.1   # set a priori, never from the held-out scores: a threshold set at the floor on 20
+                           # labels falls under it on the rest about half the time
 
 
 def scores(p: np.ndarray, y: np.ndarray, threshold: float, floor: float) -> dict[str, float]:
@@ -46,11 +55,43 @@ def scores(p: np.ndarray, y: np.ndarray, threshold: float, floor: float) -> dict
     return out
 
 
+def calibrated_threshold(p: np.ndarray, y: np.ndarray, floor: float) -> float:
+    """The threshold a lab would set from a few labelled candidates: the lowest at which the labelled candidates
+    it admits are right at ``floor + CALIBRATION_MARGIN`` (the margin for the few labels' sampling error). Only
+    the admitted set is held to it, not every threshold above (with 20 labels one wrong candidate on top would
+    otherwise silence the kind); 1.1 (never act) when no threshold reaches it."""
+    return best_threshold(p, y, min(floor + CALIBRATION_MARGIN, 1.0), min_support=len(y) + 1)
+
+
+def calibration_rows(p: np.ndarray, y: np.ndarray, floor: float, ks: Sequence[int], repeats: int,
+                     seed: int = 0) -> list[dict]:
+    """Per ``k``: the held-out judge's scores ``p`` with the threshold set on ``k`` random labelled candidates,
+    scored on the others, averaged over ``repeats`` draws (module docstring). ``k`` leaving fewer than 10
+    candidates to score is skipped."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in ks:
+        if len(y) - k < 10:
+            continue
+        draws = []
+        for _ in range(repeats):
+            pick = rng.permutation(len(y))
+            cal, rest = pick[:k], pick[k:]
+            s = scores(p[rest], y[rest], calibrated_threshold(p[cal], y[cal], floor), floor)
+            s["met"] = float(s["precision"] >= floor and s["recall"] >= TARGET_RECALL)
+            draws.append(s)
+        row = {key: float(np.nanmean([d[key] for d in draws])) for key in draws[0]}
+        row.update(n=int(len(y) - k), true=int(round(row["true"])), flagged=int(round(row["flagged"])))
+        out.append({"labelled": int(k), **row})
+    return out
+
+
 def leave_one_dataset_out(table: CandidateTable, models: Sequence[str] = MODELS,
                           families: Sequence[str] | None = None, epochs: int = 12,
-                          progress: bool = True) -> list[dict]:
+                          progress: bool = True, calibrate: Sequence[int] = (), repeats: int = 50) -> list[dict]:
     """One row per (model, held-out dataset, subset): subset ``all`` (every mined mask of the held-out dataset)
-    and ``segmenter`` (its segmenters' own masks only, no defect-cut copies, no gold-derived masks)."""
+    and ``segmenter`` (its segmenters' own masks only, no defect-cut copies, no gold-derived masks); with
+    ``calibrate``, one more row per ``k`` (model ``<model> + k labelled``, subset ``all``)."""
     from tqdm import tqdm
 
     floor = MIN_PRECISION[table.kind]
@@ -69,7 +110,11 @@ def leave_one_dataset_out(table: CandidateTable, models: Sequence[str] = MODELS,
             if not sel.any():
                 continue
             rows.append({"kind": table.kind, "model": model, "held_out": held, "subset": subset,
-                         "train": int(len(train)), **scores(p[sel], y[sel], thr, floor)})
+                         "train": int(len(train)), **scores(p[sel], y[sel], thr, floor), "met": float("nan")})
+        for c in calibration_rows(p, y, floor, calibrate, repeats):
+            k = c.pop("labelled")
+            rows.append({"kind": table.kind, "model": f"{model} + {k} labelled", "held_out": held, "subset": "all",
+                         "train": int(len(train)), **c})
     return rows
 
 
@@ -93,8 +138,14 @@ def shipped_rows(table: CandidateTable, judge_path: Path, trained_on: str = "dia
         for subset, sel in (("all", np.ones(len(t), bool)), ("segmenter", seg)):
             if sel.any():
                 rows.append({"kind": table.kind, "model": f"shipped {judge_path.name}", "held_out": held,
-                             "subset": subset, "train": 0, **scores(p[sel], t.y[sel], thr, floor)})
+                             "subset": subset, "train": 0, **scores(p[sel], t.y[sel], thr, floor),
+                             "met": float("nan")})
     return rows
+
+
+def _met(row: dict) -> str:
+    met = row.get("met", float("nan"))
+    return "-" if met != met else f"{100 * met:.0f} %"
 
 
 def markdown(rows: list[dict], command: str, when: str, commit: str, counts: dict) -> str:
@@ -107,22 +158,27 @@ def markdown(rows: list[dict], command: str, when: str, commit: str, counts: dic
               "(neurorefiner.studies.judge_transfer). `all`: every mined mask of the held-out dataset (its "
               "segmenters' masks, their defect-cut copies, gold-derived masks with defects cut in); `segmenter`: its "
               "segmenters' own masks only. P/R at the chosen threshold, AP = average precision, R@floor = recall "
-              "the best threshold reaches at the kind's precision floor (join 80 %, remove/prune 90 %).", "",
-              "| kind | model | held out | subset | n | true | flagged | P | R | AP | R@floor |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "the best threshold reaches at the kind's precision floor (join 80 %, remove/prune 90 %). "
+              "`<model> + k labelled`: the threshold set on k labelled candidates of the held-out dataset drawn at "
+              "random, scored on the rest, averaged over draws; `met`: share of draws reaching P >= floor at "
+              "R >= 60 %.", "",
+              "| kind | model | held out | subset | n | true | flagged | P | R | AP | R@floor | met |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['kind']} | {r['model']} | {r['held_out']} | {r['subset']} | {r['n']} | {r['true']} | "
                      f"{r['flagged']} | {100 * r['precision']:.1f} | {100 * r['recall']:.1f} | {100 * r['ap']:.1f} | "
-                     f"{100 * r['recall_at_floor']:.1f} |")
-    lines += ["", "Mean over held-out datasets (subset `all`):", "", "| kind | model | P | R | AP | R@floor |",
-              "|---|---|---|---|---|---|"]
+                     f"{100 * r['recall_at_floor']:.1f} | {_met(r)} |")
+    lines += ["", "Mean over held-out datasets (subset `all`; `met` for the labelled rows):", "",
+              "| kind | model | P | R | AP | R@floor | met |", "|---|---|---|---|---|---|---|"]
     for kind in dict.fromkeys(r["kind"] for r in rows):
         for model in dict.fromkeys(r["model"] for r in rows):
             rs = [r for r in rows if r["kind"] == kind and r["model"] == model and r["subset"] == "all"]
             if rs:
+                met = [r.get("met", float("nan")) for r in rs]
                 lines.append(f"| {kind} | {model} | " + " | ".join(
                     f"{100 * np.nanmean([r[k] for r in rs]):.1f}"
-                    for k in ("precision", "recall", "ap", "recall_at_floor")) + " |")
+                    for k in ("precision", "recall", "ap", "recall_at_floor"))
+                    + (f" | {100 * np.nanmean(met):.0f} % |" if not np.isnan(met).all() else " | - |"))
     return "\n".join(lines) + "\n"
 
 
@@ -137,7 +193,8 @@ def write_csv(rows: list[dict], path: Path) -> Path:
 
 
 def judge_transfer(root: Path, out: Path, kinds: Sequence[str], models: Sequence[str], epochs: int = 12,
-                   progress: bool = True, command: str = "", shipped: Path | None = None) -> Path:
+                   progress: bool = True, command: str = "", shipped: Path | None = None,
+                   calibrate: Sequence[int] = (), repeats: int = 50) -> Path:
     import datetime as dt
 
     from neurorefiner.agents.learned.mining import load_table
@@ -152,7 +209,8 @@ def judge_transfer(root: Path, out: Path, kinds: Sequence[str], models: Sequence
         counts[kind] = {f: (int((fams == f).sum()), int(t.y[fams == f].sum())) for f in FAMILIES if (fams == f).any()}
         if shipped is not None:
             rows += shipped_rows(t, Path(shipped))
-        rows += leave_one_dataset_out(t, models, epochs=epochs, progress=progress)
+        rows += leave_one_dataset_out(t, models, epochs=epochs, progress=progress, calibrate=calibrate,
+                                      repeats=repeats)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out / "judge_transfer.csv")

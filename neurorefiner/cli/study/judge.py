@@ -41,14 +41,23 @@ def judge_transfer(root: Path = typer.Option(DEFAULT_ROOT, "--root", help="mined
                    epochs: int = typer.Option(12, "--epochs", min=1, help="the network's training epochs"),
                    shipped: Path | None = typer.Option(None, "--shipped",
                                                        help="also score this JSON judge as it is (trained on "
-                                                            "DIADEM dev) on the other datasets")) -> None:
+                                                            "DIADEM dev) on the other datasets"),
+                   calibrate: str = typer.Option("", "--calibrate",
+                                                 help="comma-separated k: also set each held-out judge's threshold "
+                                                      "on k labelled candidates of the held-out dataset"),
+                   repeats: int = typer.Option(50, "--repeats", min=1, help="random draws per k")) -> None:
     """Every judge model type scored leave one dataset out."""
     from neurorefiner.studies.judge_transfer import judge_transfer as run
 
     command = (f"neurorefiner study judge-transfer --root {root} --out {out} --kinds {kinds} --models {models}"
-               + (f" --epochs {epochs}" if epochs != 12 else "") + (f" --shipped {shipped}" if shipped else ""))
+               + (f" --epochs {epochs}" if epochs != 12 else "") + (f" --shipped {shipped}" if shipped else "")
+               + (f" --calibrate {calibrate} --repeats {repeats}" if calibrate else ""))
+    try:
+        ks = [int(k) for k in calibrate.split(",") if k.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"--calibrate: comma-separated whole numbers, got {calibrate!r}") from None
     typer.echo(run(root, out, [k for k in kinds.split(",") if k], [m for m in models.split(",") if m], epochs,
-                   progress=is_tty(), command=command, shipped=shipped))
+                   progress=is_tty(), command=command, shipped=shipped, calibrate=ks, repeats=repeats))
 
 
 @friendly_errors
