@@ -49,6 +49,11 @@ KEYS = ("PRE", "REC", "F1", "SD", "SSD")
 
 
 
+def _scored(row: dict) -> str:
+    """``3 of 8`` for a preset's test split; ``8`` for fresh volumes (as many drawn as scored)."""
+    return str(row["n"]) if row["n_test"] is None else f"{row['n']} of {row['n_test']}"
+
+
 def standins_table(rows_dir: Path, out: Path, fresh_seed: int | None = None) -> str:
     """Collect the rows ``python evaluate.py ... out_dir=<rows_dir>/<preset>_<segmenter>`` wrote into
     ``standins.md`` and ``standins.csv`` under ``out`` (with date and commit); returns the Markdown.
@@ -70,7 +75,9 @@ def standins_table(rows_dir: Path, out: Path, fresh_seed: int | None = None) -> 
                 # the evaluation tables' means: an empty trace (SD = inf) is counted apart, not averaged in
                 means = summarize(sel, group="protocol", metrics=KEYS)[0]
                 row = {"preset": preset, "stands_in_for": bench, "segmenter": seg, "protocol": protocol,
-                       "n": len(sel), "n_test": N_TEST[preset], "cases": " ".join(sorted(r["case"][-3:] for r in sel)),
+                       # fresh volumes are drawn as many as scored (run.sh step fresh), not the preset's split
+                       "n": len(sel), "n_test": N_TEST[preset] if fresh_seed is None else None,
+                       "cases": " ".join(sorted(r["case"][-3:] for r in sel)),
                        **{k: float(means[k]) for k in KEYS},
                        "paper_unet3d_F1": unet, "paper_nnunet_F1": nnunet}
                 row["F1_minus_paper_unet3d"] = 100 * row["F1"] - unet
@@ -98,7 +105,7 @@ def standins_table(rows_dir: Path, out: Path, fresh_seed: int | None = None) -> 
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table:
         lines.append(f"| {r['preset']} | {r['stands_in_for']} | {SEGMENTERS[r['segmenter']]} | {r['protocol']} | "
-                     f"{r['n']} of {r['n_test']} ({r['cases']}) | {100 * r['PRE']:.2f} | {100 * r['REC']:.2f} | "
+                     f"{_scored(r)} ({r['cases']}) | {100 * r['PRE']:.2f} | {100 * r['REC']:.2f} | "
                      f"{100 * r['F1']:.2f} | "
                      f"{r['SD']:.2f} | {r['SSD']:.2f} | {r['paper_unet3d_F1']:.2f} | "
                      f"{r['F1_minus_paper_unet3d']:+.2f} | {r['paper_nnunet_F1']:.2f} |")

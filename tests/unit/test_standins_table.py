@@ -53,6 +53,8 @@ def test_fresh_rows_are_not_called_the_test_split(tmp_path: Path) -> None:
     md = standins_table(tmp_path / "rows", tmp_path / "out", fresh_seed=2027)
     assert "fresh volumes, seed 2027" in md.splitlines()[0] and "dataset seed 2027" in md
     assert "of the test split" not in md and "(step `fresh`)" in md
+    line = next(x for x in md.splitlines() if x.startswith("| synthetic_cwmbs_weak"))
+    assert "| 1 (000) |" in line  # fresh volumes are drawn as many as scored: never "8 of 4"
     assert "of the test split" in standins_table(tmp_path / "rows", tmp_path / "out2")
 
 
