@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import ndimage
 
 from neurorefiner.synth.measure import distractor_stats, snr_along_tree, weak_runs
 from neurorefiner.synth.presets import PRESETS
@@ -20,11 +21,17 @@ def test_full_size_preset(name: str) -> None:
     """The 256^3 presets at full size (ZBFWB's 128 x 512 x 512 is in ``make bench``, not CI)."""
     assert name in PRESETS
     render("tiny", 0)  # warm-up: numba kernels load from their cache
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     r = render(name, 1)
-    elapsed = time.perf_counter() - t0
-    n_vox = float(np.prod(r.image.shape))
-    assert elapsed < 15.0 * n_vox / 256 ** 3  # issue: 256^3 in < 5 s; 3x slack for a loaded CI machine
+    elapsed = time.process_time() - t0
+    # Speed as a ratio against a reference in the same process (CPU time, so other jobs on a shared CI machine
+    # do not count): one Gaussian blur of a volume of the same shape. About 6-10x here (4-5 s for 256^3 on 2
+    # cores); an absolute bound failed on a slow CI machine at 18 s.
+    noise = np.random.default_rng(0).random(r.image.shape, dtype=np.float32)
+    t1 = time.process_time()
+    ndimage.gaussian_filter(noise, 2.0)
+    reference = max(time.process_time() - t1, 1e-3)
+    assert elapsed / reference < 30.0, f"render {elapsed:.2f} s CPU = {elapsed / reference:.1f}x one blur"
     assert np.array_equal(r.label, r.gold.rasterize(r.image.shape, r.spacing))
     prof = snr_along_tree(r.image, r.label, r.gold, r.spacing)
     # weak stretches: under CNR 2, or (a preset with a visibility floor) under half the neurite's median
