@@ -30,14 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
+from neurorefiner.agents.learned.calibration import calibrated_threshold
 from neurorefiner.agents.learned.judge import MIN_PRECISION, best_threshold
 from neurorefiner.agents.learned.mining import CandidateTable
 from neurorefiner.agents.learned.model_fit import MODELS, inner_threshold, predict
 
 FAMILIES = ("diadem", "cwmbs_weak", "cwmbs_noise", "bigneuron", "zbfwb")
 TARGET_RECALL = 0.6
-CALIBRATION_MARGIN = 0.1   # set a priori, never from the held-out scores: a threshold set at the floor on 20
-                           # labels falls under it on the rest about half the time
 
 
 def scores(p: np.ndarray, y: np.ndarray, threshold: float, floor: float) -> dict[str, float]:
@@ -53,14 +52,6 @@ def scores(p: np.ndarray, y: np.ndarray, threshold: float, floor: float) -> dict
     bp = p >= best
     out["recall_at_floor"] = int((bp & (y == 1)).sum()) / max(int(y.sum()), 1)
     return out
-
-
-def calibrated_threshold(p: np.ndarray, y: np.ndarray, floor: float) -> float:
-    """The threshold a lab would set from a few labelled candidates: the lowest at which the labelled candidates
-    it admits are right at ``floor + CALIBRATION_MARGIN`` (the margin for the few labels' sampling error). Only
-    the admitted set is held to it, not every threshold above (with 20 labels one wrong candidate on top would
-    otherwise silence the kind); 1.1 (never act) when no threshold reaches it."""
-    return best_threshold(p, y, min(floor + CALIBRATION_MARGIN, 1.0), min_support=len(y) + 1)
 
 
 def calibration_rows(p: np.ndarray, y: np.ndarray, floor: float, ks: Sequence[int], repeats: int,
