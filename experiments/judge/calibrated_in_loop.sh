@@ -11,16 +11,17 @@ cd "$(dirname "$0")/../.."
 DATASET=${DATASET:-synthetic_zbfwb}
 TABLE=${TABLE:-table_2_synthetic_zbfwb}
 LABELLED=${LABELLED:-"val_000 val_001"}
+NR=${NR:-.venv/bin/neurorefiner}   # the console command (a wrapper running this checkout's code in a worktree)
 WORK=outputs/judge/calibrated_in_loop/$DATASET
 mkdir -p "$WORK"
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!experiments/judge' || echo +dirty)
-.venv/bin/neurorefiner init-masks --dataset "$DATASET" --split val --segmenter unet3d
+"$NR" init-masks --dataset "$DATASET" --split val --segmenter unet3d
 stacks=()
 for v in $LABELLED; do
   base=data/cache/synth/$DATASET/val/${DATASET}_$v
   stacks+=(--stack "${base}_image.tif,data/cache/init_masks/$DATASET/unet3d/${DATASET}_$v.tif,${base}_gold.swc")
 done
-.venv/bin/neurorefiner calibrate-judge "${stacks[@]}" --judge checkpoints/judge_transfer.pt --kinds join,remove \
+"$NR" calibrate-judge "${stacks[@]}" --judge checkpoints/judge_transfer.pt --kinds join,remove \
   --out "$WORK/judge_transfer_calibrated.pt"
 .venv/bin/python evaluate.py experiment="$TABLE" 'methods=[initial,neurorefiner,nr_transfer,nr_calibrated]' \
   'protocols=[root_seeded]' \
