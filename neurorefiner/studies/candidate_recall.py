@@ -109,6 +109,7 @@ def candidate_recall(dataset: str, split: str, sources: Sequence[str], out: Path
     from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.paths import git_commit
 
+    commit = git_commit()  # before this run writes its own tracked outputs (else the table reads +dirty)
     check_source(dataset, split)
     cases = dataset_cases(dataset, split, limit)
     rows = []
@@ -136,7 +137,7 @@ def candidate_recall(dataset: str, split: str, sources: Sequence[str], out: Path
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     kind = "SYNTHETIC" if dataset.startswith("synthetic") else "real data"
     lines = [f"# Candidate recall: {dataset} {split} ({kind})", "",
-             f"Produced by `{command}` on {when} at commit `{git_commit()}`.", "",
+             f"Produced by `{command}` on {when} at commit `{commit}`.", "",
              "Gold-vetted breaks within the 8 um reach (neurorefiner.studies.candidate_recall) and the share the "
              "join search covers; `tree`: breaks with the tree (the largest piece) on one side, the ones the "
              "default search is meant to offer this round. Variant 0: the mask itself; 1..: defect-cut copies.", "",
