@@ -64,14 +64,13 @@ def calibrate_judge(stack: list[str] = typer.Option(..., "--stack",
 
     from tqdm import tqdm
 
+    from neurorefiner.agents.candidates import KINDS
     from neurorefiner.agents.learned.calibration import calibrate, calibration_card, labelled_scores
     from neurorefiner.agents.learned.judge import Judge
     from neurorefiner.errors import InputError
     from neurorefiner.io.atomic import write_text_atomic
 
     kind_list = [k.strip() for k in kinds.split(",") if k.strip()]
-    from neurorefiner.agents.candidates import KINDS
-
     if not kind_list or set(kind_list) - set(KINDS):
         raise InputError(f"--kinds {kinds!r}: choose from {', '.join(KINDS)}")
     start = Judge.load(judge)

@@ -83,7 +83,7 @@ def labelled_scores(judge: Judge, stacks: Sequence[LabelledStack], settings: Can
         if not found.candidates:
             continue
         view = CropView(stack.image, stack.mask, stack.spacing, found.levels) if judge.uses_crops else None
-        p = judge.probabilities(found.candidates, view) if view is not None else judge.probabilities(found.candidates)
+        p = judge.probabilities(found.candidates, view)
         labels = label_all(found.candidates, GoldIndex(stack.gold, stack.spacing, stack.mask.shape))
         for c, prob, label in zip(found.candidates, p, labels, strict=True):
             if label is not None:
