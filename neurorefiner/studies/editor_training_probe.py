@@ -55,10 +55,16 @@ def heldout_items(n_per_kind: int = 30, seed: int = 0, segmenters: Sequence[str]
 
 
 def score(ckpt: str | Path, items: Sequence[Any], variants: Sequence[str] = ("correct", "wrong_location", "opposite"),
-          operation_gate: bool = False) -> list[dict[str, Any]]:
+          operation_gate: bool = False, passes: int = 1) -> list[dict[str, Any]]:
     """One row per (item, variant): the editor probe's per-edit figures of the raw decoding (with
     ``operation_gate``: of the network's output with the edits the operation forbids taken out,
-    :func:`~neurorefiner.inference.refiner.gate_by_operation`)."""
+    :func:`~neurorefiner.inference.refiner.gate_by_operation`).
+
+    ``passes`` > 1 feeds each pass's raw result back as the next pass's mask, same instruction: a network
+    that extends a gap's ends a little each time closes it in a few passes, still with no decoding; one that
+    edits where it should not compounds that too, which the wrong-place and opposite rows show."""
+    if passes < 1:
+        raise ValueError(f"passes must be >= 1, got {passes}")
     from neurorefiner.inference.refiner import TopoRefiner
 
     refiner = TopoRefiner.load(ckpt, operation_gate=operation_gate)
@@ -67,11 +73,14 @@ def score(ckpt: str | Path, items: Sequence[Any], variants: Sequence[str] = ("co
         for variant in variants:
             ins = {"correct": item.instruction, "wrong_location": item.instruction.elsewhere(),
                    "opposite": item.instruction.opposite()}[variant]
-            prob = refiner.probabilities(item.image, item.mask, ins, crop=False)
-            res = refiner.decode_probabilities(item.image, item.mask, ins, prob, context=item.context,
-                                               decoding="raw")
-            row = {"item": i, "volume": item.volume, "kind": item.kind, "variant": variant, "decoding": "raw"}
-            row.update(edit_metrics(item, res.mask))
+            mask = item.mask
+            for _ in range(passes):
+                prob = refiner.probabilities(item.image, mask, ins, crop=False)
+                mask = refiner.decode_probabilities(item.image, mask, ins, prob, context=item.context,
+                                                    decoding="raw").mask
+            row = {"item": i, "volume": item.volume, "kind": item.kind, "variant": variant, "decoding": "raw",
+                   "passes": passes}
+            row.update(edit_metrics(item, mask))
             rows.append(row)
     return rows
 
@@ -94,7 +103,7 @@ def headline(summary: Sequence[dict[str, Any]]) -> dict[str, float | None]:
 
 
 def run(checkpoints: dict[str, str | Path], out: str | Path, n_per_kind: int = 30, seed: int = 0,
-        operation_gate: bool = False) -> dict:
+        operation_gate: bool = False, passes: int = 1) -> dict:
     """Score each named checkpoint on the same held-out items; writes ``<out>/<name>.json`` (summary,
     headline, item counts) and returns the headlines by name."""
     out = Path(out)
@@ -106,13 +115,14 @@ def run(checkpoints: dict[str, str | Path], out: str | Path, n_per_kind: int = 3
     result = {}
     for name, ckpt in checkpoints.items():
         t0 = time.time()
-        rows = score(ckpt, items, operation_gate=operation_gate)
+        rows = score(ckpt, items, operation_gate=operation_gate, passes=passes)
         summary = summarize(rows)
         head = headline(summary)
         from neurorefiner.io.atomic import atomic_path
 
         with atomic_path(out / f"{name}.json") as tmp:
             Path(tmp).write_text(json.dumps({"checkpoint": str(ckpt), "operation_gate": operation_gate,
+                                             "passes": passes,
                                              "items": counts, "headline": head,
                                              "summary": summary, "seconds": round(time.time() - t0, 1)},
                                             indent=1, default=_plain))
@@ -135,9 +145,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--operation-gate", action="store_true",
                    help="take out the edits the instruction's operation forbids (connect/repair add, remove deletes)")
+    p.add_argument("--passes", type=int, default=1,
+                   help="network passes per edit, each fed the last one's raw result (1 = one pass)")
     args = p.parse_args(argv)
     named = dict(c.split("=", 1) for c in args.checkpoints)
-    for name, head in run(named, args.out, args.n, args.seed, args.operation_gate).items():
+    for name, head in run(named, args.out, args.n, args.seed, args.operation_gate, args.passes).items():
         print(name, " ".join(f"{k}={'-' if v is None else f'{v:.3f}'}" for k, v in head.items()))
 
 

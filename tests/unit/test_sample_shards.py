@@ -203,3 +203,34 @@ def test_training_probe_headline_reads_the_summary() -> None:
                {"kind": "break", "variant": "opposite", "edits": 4, "unchanged": 0.25, "gap_filled": 0.0}]
     h = list(headline(summary).values())
     assert h == [0.5, 0.25, 0.75, 0.25]
+
+
+def test_training_probe_passes_feed_each_raw_result_back(monkeypatch) -> None:
+    """A network that grows the mask one voxel a pass fills half of a 4-voxel gap in one pass and all of it
+    in two: the second pass must see the first one's result, not the input again."""
+    from scipy import ndimage as ndi
+
+    from neurorefiner.inference import refiner as refiner_mod
+    from neurorefiner.inference.decoding import raw_decode
+    from neurorefiner.studies import editor_training_probe as probe
+    from neurorefiner.studies.editor_probe import ProbeItem
+    from neurorefiner.topology.instructions import parse_instruction
+
+    class Growing:
+        def probabilities(self, image, mask, ins, crop=True):
+            return ndi.binary_dilation(mask > 0, structure=np.ones((1, 1, 3), bool)).astype(np.float32)
+
+        def decode_probabilities(self, image, mask, ins, prob, context=None, decoding=None):
+            return raw_decode(mask > 0, prob, np.ones(mask.shape, bool), 0.5)
+
+    monkeypatch.setattr(refiner_mod.TopoRefiner, "load", classmethod(lambda cls, *a, **k: Growing()))
+    gold = np.zeros((4, 4, 16), bool)
+    gold[2, 2, 2:14] = True
+    mask = gold.copy()
+    mask[2, 2, 6:10] = False
+    item = ProbeItem("v", "break", (0, 0, 0), gold.astype(np.float32), gold, mask,
+                     parse_instruction("Repair break at center-center-center"), gold)
+    one, two = (probe.score("x", [item], variants=("correct",), passes=n)[0] for n in (1, 2))
+    assert one["gap_filled"] == 0.5 and two["gap_filled"] == 1.0 and two["passes"] == 2
+    with pytest.raises(ValueError, match="passes"):
+        probe.score("x", [item], passes=0)
