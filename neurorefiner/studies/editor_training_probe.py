@@ -55,16 +55,23 @@ def heldout_items(n_per_kind: int = 30, seed: int = 0, segmenters: Sequence[str]
 
 
 def score(ckpt: str | Path, items: Sequence[Any], variants: Sequence[str] = ("correct", "wrong_location", "opposite"),
-          operation_gate: bool = False, passes: int = 1) -> list[dict[str, Any]]:
-    """One row per (item, variant): the editor probe's per-edit figures of the raw decoding (with
-    ``operation_gate``: of the network's output with the edits the operation forbids taken out,
+          operation_gate: bool = False, passes: int = 1, thresholds: Sequence[float] = (0.5,)
+          ) -> list[dict[str, Any]]:
+    """One row per (item, variant, threshold): the editor probe's per-edit figures of the raw decoding
+    (with ``operation_gate``: of the network's output with the edits the operation forbids taken out,
     :func:`~neurorefiner.inference.refiner.gate_by_operation`).
 
     ``passes`` > 1 feeds each pass's raw result back as the next pass's mask, same instruction: a network
     that extends a gap's ends a little each time closes it in a few passes, still with no decoding; one that
-    edits where it should not compounds that too, which the wrong-place and opposite rows show."""
+    edits where it should not compounds that too, which the wrong-place and opposite rows show.
+    ``thresholds``: the raw output is cut at each (the first pass is shared). A loss that weights the edit's
+    voxels up moves the network's probabilities up, so filling and leaving alone trade along the threshold:
+    the sweep says whether one threshold meets both, which one training run alone cannot."""
     if passes < 1:
         raise ValueError(f"passes must be >= 1, got {passes}")
+    if not thresholds or not all(0.0 < t < 1.0 for t in thresholds):
+        raise ValueError(f"thresholds must lie in (0, 1), got {list(thresholds)}")
+    from neurorefiner.inference.decoding import raw_decode
     from neurorefiner.inference.refiner import TopoRefiner
 
     refiner = TopoRefiner.load(ckpt, operation_gate=operation_gate)
@@ -73,15 +80,18 @@ def score(ckpt: str | Path, items: Sequence[Any], variants: Sequence[str] = ("co
         for variant in variants:
             ins = {"correct": item.instruction, "wrong_location": item.instruction.elsewhere(),
                    "opposite": item.instruction.opposite()}[variant]
-            mask = item.mask
-            for _ in range(passes):
-                prob = refiner.probabilities(item.image, mask, ins, crop=False)
-                mask = refiner.decode_probabilities(item.image, mask, ins, prob, context=item.context,
-                                                    decoding="raw").mask
-            row = {"item": i, "volume": item.volume, "kind": item.kind, "variant": variant, "decoding": "raw",
-                   "passes": passes}
-            row.update(edit_metrics(item, mask))
-            rows.append(row)
+            first = refiner.probabilities(item.image, item.mask, ins, crop=False)
+            allowed = refiner.allowed_region(ins, item.mask.shape)
+            for t in thresholds:
+                mask, prob = item.mask, first
+                for k in range(passes):
+                    if k:
+                        prob = refiner.probabilities(item.image, mask, ins, crop=False)
+                    mask = raw_decode(mask, prob, allowed, float(t)).mask
+                row = {"item": i, "volume": item.volume, "kind": item.kind, "variant": variant, "decoding": "raw",
+                       "passes": passes, "threshold": float(t)}
+                row.update(edit_metrics(item, mask))
+                rows.append(row)
     return rows
 
 
@@ -103,9 +113,12 @@ def headline(summary: Sequence[dict[str, Any]]) -> dict[str, float | None]:
 
 
 def run(checkpoints: dict[str, str | Path], out: str | Path, n_per_kind: int = 30, seed: int = 0,
-        operation_gate: bool = False, passes: int = 1) -> dict:
-    """Score each named checkpoint on the same held-out items; writes ``<out>/<name>.json`` (summary,
-    headline, item counts) and returns the headlines by name."""
+        operation_gate: bool = False, passes: int = 1, thresholds: Sequence[float] = (0.5,)) -> dict:
+    """Score each named checkpoint on the same held-out items; writes ``<out>/<name>.json`` (summary and
+    headline at the first threshold, the same per threshold under ``by_threshold``, item counts) and returns
+    the headlines by name and threshold."""
+    from neurorefiner.io.atomic import atomic_path
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     items = heldout_items(n_per_kind, seed)
@@ -115,18 +128,20 @@ def run(checkpoints: dict[str, str | Path], out: str | Path, n_per_kind: int = 3
     result = {}
     for name, ckpt in checkpoints.items():
         t0 = time.time()
-        rows = score(ckpt, items, operation_gate=operation_gate, passes=passes)
-        summary = summarize(rows)
-        head = headline(summary)
-        from neurorefiner.io.atomic import atomic_path
-
+        rows = score(ckpt, items, operation_gate=operation_gate, passes=passes, thresholds=thresholds)
+        by_threshold = {}
+        for t in thresholds:
+            summary = summarize([r for r in rows if r["threshold"] == float(t)])
+            by_threshold[f"{float(t):g}"] = {"headline": headline(summary), "summary": summary}
+        first = by_threshold[f"{float(thresholds[0]):g}"]
         with atomic_path(out / f"{name}.json") as tmp:
             Path(tmp).write_text(json.dumps({"checkpoint": str(ckpt), "operation_gate": operation_gate,
-                                             "passes": passes,
-                                             "items": counts, "headline": head,
-                                             "summary": summary, "seconds": round(time.time() - t0, 1)},
+                                             "passes": passes, "threshold": float(thresholds[0]),
+                                             "items": counts, "headline": first["headline"],
+                                             "summary": first["summary"], "by_threshold": by_threshold,
+                                             "seconds": round(time.time() - t0, 1)},
                                             indent=1, default=_plain))
-        result[name] = head
+        result[name] = {t: v["headline"] for t, v in by_threshold.items()}
     return result
 
 
@@ -147,10 +162,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                    help="take out the edits the instruction's operation forbids (connect/repair add, remove deletes)")
     p.add_argument("--passes", type=int, default=1,
                    help="network passes per edit, each fed the last one's raw result (1 = one pass)")
+    p.add_argument("--thresholds", default="0.5",
+                   help="comma-separated cuts of the raw output; the first is the json's headline (default 0.5)")
     args = p.parse_args(argv)
     named = dict(c.split("=", 1) for c in args.checkpoints)
-    for name, head in run(named, args.out, args.n, args.seed, args.operation_gate, args.passes).items():
-        print(name, " ".join(f"{k}={'-' if v is None else f'{v:.3f}'}" for k, v in head.items()))
+    thresholds = [float(t) for t in args.thresholds.split(",") if t.strip()]
+    for name, by_t in run(named, args.out, args.n, args.seed, args.operation_gate, args.passes, thresholds).items():
+        for t, head in by_t.items():
+            print(name, f"threshold={t}", " ".join(f"{k}={'-' if v is None else f'{v:.3f}'}" for k, v in head.items()))
 
 
 if __name__ == "__main__":

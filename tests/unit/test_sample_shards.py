@@ -211,7 +211,6 @@ def test_training_probe_passes_feed_each_raw_result_back(monkeypatch) -> None:
     from scipy import ndimage as ndi
 
     from neurorefiner.inference import refiner as refiner_mod
-    from neurorefiner.inference.decoding import raw_decode
     from neurorefiner.studies import editor_training_probe as probe
     from neurorefiner.studies.editor_probe import ProbeItem
     from neurorefiner.topology.instructions import parse_instruction
@@ -220,8 +219,8 @@ def test_training_probe_passes_feed_each_raw_result_back(monkeypatch) -> None:
         def probabilities(self, image, mask, ins, crop=True):
             return ndi.binary_dilation(mask > 0, structure=np.ones((1, 1, 3), bool)).astype(np.float32)
 
-        def decode_probabilities(self, image, mask, ins, prob, context=None, decoding=None):
-            return raw_decode(mask > 0, prob, np.ones(mask.shape, bool), 0.5)
+        def allowed_region(self, ins, shape):
+            return np.ones(shape, bool)
 
     monkeypatch.setattr(refiner_mod.TopoRefiner, "load", classmethod(lambda cls, *a, **k: Growing()))
     gold = np.zeros((4, 4, 16), bool)
@@ -234,3 +233,35 @@ def test_training_probe_passes_feed_each_raw_result_back(monkeypatch) -> None:
     assert one["gap_filled"] == 0.5 and two["gap_filled"] == 1.0 and two["passes"] == 2
     with pytest.raises(ValueError, match="passes"):
         probe.score("x", [item], passes=0)
+
+
+def test_training_probe_cuts_one_pass_at_each_threshold(monkeypatch) -> None:
+    """The raw output is cut at every threshold asked for, one row each, from the same network pass."""
+    from neurorefiner.inference import refiner as refiner_mod
+    from neurorefiner.studies import editor_training_probe as probe
+    from neurorefiner.studies.editor_probe import ProbeItem
+    from neurorefiner.topology.instructions import parse_instruction
+
+    gold = np.zeros((4, 4, 16), bool)
+    gold[2, 2, 2:14] = True
+    mask = gold.copy()
+    mask[2, 2, 6:10] = False
+    calls = []
+
+    class Ramp:  # the gap's voxels at probabilities 0.2, 0.4, 0.6, 0.8
+        def probabilities(self, image, m, ins, crop=True):
+            calls.append(1)
+            p = m.astype(np.float32)
+            p[2, 2, 6:10] = [0.2, 0.4, 0.6, 0.8]
+            return p
+
+        def allowed_region(self, ins, shape):
+            return np.ones(shape, bool)
+
+    monkeypatch.setattr(refiner_mod.TopoRefiner, "load", classmethod(lambda cls, *a, **k: Ramp()))
+    item = ProbeItem("v", "break", (0, 0, 0), gold.astype(np.float32), gold, mask,
+                     parse_instruction("Repair break at center-center-center"), gold)
+    rows = probe.score("x", [item], variants=("correct",), thresholds=(0.3, 0.5, 0.7))
+    assert [r["gap_filled"] for r in rows] == [0.75, 0.5, 0.25] and len(calls) == 1
+    with pytest.raises(ValueError, match="thresholds"):
+        probe.score("x", [item], thresholds=(1.5,))
