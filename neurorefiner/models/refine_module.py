@@ -100,6 +100,15 @@ class TopoRefineModule(L.LightningModule):
         cldice_weight: weight of MONAI's SoftclDiceLoss (soft skeleton recall/precision, Shit et al. 2021) on
             the foreground of the output mask: a term that pays for a continuous neurite, which a filled
             gap makes and a voxel-wise loss hardly notices. 0 = off.
+        negative_weight: extra cross-entropy weight of the voxels inside the named region of samples whose
+            instruction asks for no change (a wrong place, the opposite operation: target == input mask).
+            ``edit_weight`` pays 1 + w for every voxel of an edit the network misses but only 1 for a voxel it
+            changes where nothing was asked, so the weighted network edits wherever it is a little unsure;
+            this puts the same price on a change inside a region the instruction leaves alone. 0 = off.
+        batch_dice: compute the Dice over the batch rather than per sample. Per sample, a sample that asks
+            for no change has an empty target, and (with ``residual``) its Dice is ~1 whatever the network
+            changes: the hard negatives then teach through the CE alone. Over the batch, a negative's
+            changes enlarge the batch's denominator and cost Dice.
         cosine: cosine-anneal the learning rate over ``trainer.max_steps`` when that is set.
         net_config, text_encoder_config: the Hydra nodes of both, stored in the checkpoint so that
             :class:`~neurorefiner.inference.refiner.TopoRefiner` can rebuild the model from the file alone.
@@ -110,7 +119,8 @@ class TopoRefineModule(L.LightningModule):
                  optimizer: Callable[..., torch.optim.Optimizer] | None = None, lr: float | None = None,
                  ce_weight: float = 1.0, dice_weight: float = 1.0, swap_instruction_prob: float = 0.25,
                  edit_weight: float = 0.0, residual: bool = False, cldice_weight: float = 0.0,
-                 cosine: bool = True, net_config: dict | None = None, text_encoder_config: dict | None = None,
+                 negative_weight: float = 0.0, batch_dice: bool = False, cosine: bool = True,
+                 net_config: dict | None = None, text_encoder_config: dict | None = None,
                  stage: int | None = None) -> None:
         super().__init__()
         if not 0.0 <= swap_instruction_prob <= 1.0:
@@ -121,13 +131,16 @@ class TopoRefineModule(L.LightningModule):
             raise ValueError(f"edit_weight must be >= 0, got {edit_weight}")
         if cldice_weight < 0:
             raise ValueError(f"cldice_weight must be >= 0, got {cldice_weight}")
+        if negative_weight < 0:
+            raise ValueError(f"negative_weight must be >= 0, got {negative_weight}")
         if lr is not None and lr <= 0:
             raise ValueError(f"lr must be > 0, got {lr}")
         self.save_hyperparameters(ignore=["net", "text_encoder", "optimizer"])
         self.net = net
         self.text_encoder = text_encoder
         self.optimizer_factory = optimizer
-        self.loss_fn = DiceCELoss(to_onehot_y=True, softmax=True, lambda_ce=ce_weight, lambda_dice=dice_weight)
+        self.loss_fn = DiceCELoss(to_onehot_y=True, softmax=True, lambda_ce=ce_weight, lambda_dice=dice_weight,
+                                  batch=batch_dice)
         self.cldice_fn = SoftclDiceLoss(iter_=3, include_background=False) if cldice_weight > 0 else None
         self._val_sums: dict[str, list[float]] | None = None
 
@@ -170,7 +183,8 @@ class TopoRefineModule(L.LightningModule):
         instr = [instr[int(src[i])] if bool(pick[i]) else instr[i] for i in range(b)]
         return instr, target, region
 
-    def _loss(self, logits: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _loss(self, logits: torch.Tensor, target: torch.Tensor, mask: torch.Tensor,
+              region: torch.Tensor | None = None) -> torch.Tensor:
         if self.hparams.get("residual", False):
             loss = self.loss_fn(change_logits(logits, mask), (mask.bool() ^ target.bool()).float())
         else:
@@ -181,20 +195,25 @@ class TopoRefineModule(L.LightningModule):
             tgt = torch.cat([1 - target.float(), target.float()], dim=1)
             loss = loss + float(self.hparams.cldice_weight) * self.cldice_fn(two, tgt)
         w = float(self.hparams.edit_weight)
-        if w > 0:
+        wn = float(self.hparams.get("negative_weight", 0.0)) if region is not None else 0.0
+        if w > 0 or wn > 0:
             edit = (mask.bool() ^ target.bool())[:, 0]
             if logits.shape[1] > 1:
                 ce = F.cross_entropy(logits, target[:, 0].long(), reduction="none")
             else:
                 ce = F.binary_cross_entropy_with_logits(logits[:, 0], target[:, 0].float(), reduction="none")
-            loss = loss + w * (ce * edit).float().mean()
+            weight = w * edit.float()
+            if wn > 0:
+                asks_nothing = ~edit.flatten(1).any(1)
+                weight = weight + wn * (region.bool()[:, 0] & asks_nothing.view(-1, *([1] * (edit.ndim - 1))))
+            loss = loss + (ce * weight).float().mean()
         return loss
 
     # -- Lightning -----------------------------------------------------------------------------------------
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
         instr, target, region = self._swap(batch)
         logits = self(batch["image"], batch["mask"], instr, region)
-        loss = self._loss(logits, target, batch["mask"])
+        loss = self._loss(logits, target, batch["mask"], region)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(instr))
         return loss
 
@@ -241,7 +260,7 @@ class TopoRefineModule(L.LightningModule):
         defined = share[~torch.isnan(share)]
         # the loss is a mean over samples of equal size (CE over voxels, Dice per sample): x b is its sum
         return {
-            "loss": (float(self._loss(logits, target, batch["mask"])) * b, float(b)),
+            "loss": (float(self._loss(logits, target, batch["mask"], batch["region"])) * b, float(b)),
             "dice": (float(dice_per_sample(pred, target.bool()).double().sum()), float(b)),
             "dice_input": (float(dice_per_sample(batch["mask"].bool(), target.bool()).double().sum()), float(b)),
             "betti0_error": (float(np.sum(b0)), float(b)),

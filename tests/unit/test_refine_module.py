@@ -102,7 +102,7 @@ def test_step_and_evaluate():
 
 
 @pytest.mark.parametrize("kw", [dict(swap_instruction_prob=1.5), dict(ce_weight=0, dice_weight=0), dict(lr=-1),
-                                dict(edit_weight=-1)])
+                                dict(edit_weight=-1), dict(negative_weight=-1)])
 def test_bad_arguments(kw):
     with pytest.raises(ValueError):
         TopoRefineModule(TopoRefineNet(channels=(4, 8), text_dim=4), HashingEncoder(dim=4), **kw)
@@ -129,6 +129,46 @@ def test_edit_weight_adds_ce_on_the_voxels_to_change():
     # nothing to change -> no extra term
     same = weighted._loss(logits, batch["mask"], batch["mask"]) - plain._loss(logits, batch["mask"], batch["mask"])
     assert same.item() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_negative_weight_prices_changes_in_the_region_of_a_no_change_sample():
+    """A sample whose instruction asks for nothing (target == mask) pays ``negative_weight`` extra CE on its
+    named region's voxels; a sample with an edit pays none of it."""
+    torch.manual_seed(0)
+    net = TopoRefineNet(channels=(4, 8), text_dim=16)
+    plain = TopoRefineModule(net, HashingEncoder(dim=16))
+    neg = TopoRefineModule(net, HashingEncoder(dim=16), negative_weight=3.0)
+    batch = _batch()
+    logits = net(batch["image"], batch["mask"], plain.embed(batch["instruction"]))
+    target = batch["target"].clone()
+    target[0] = batch["mask"][0]  # sample 0 asks for no change; sample 1 keeps its edit
+    assert bool((batch["mask"][1].bool() ^ target[1].bool()).any())
+    extra = neg._loss(logits, target, batch["mask"], batch["region"]) - plain._loss(logits, target, batch["mask"])
+    ce = torch.nn.functional.cross_entropy(logits, target[:, 0].long(), reduction="none")
+    region0 = batch["region"][0, 0].bool()
+    assert region0.any()
+    assert extra.item() == pytest.approx(3.0 * ce[0][region0].sum().item() / ce.numel(), rel=1e-5)
+    # without the region the term cannot be placed and is left out
+    assert neg._loss(logits, target, batch["mask"]).item() == pytest.approx(
+        plain._loss(logits, target, batch["mask"]).item(), rel=1e-6)
+
+
+def test_batch_dice_prices_a_no_change_sample_s_changes():
+    """Residual loss, per-sample Dice: a no-change sample's Dice term is ~1 whatever is changed; over the
+    batch, changing voxels in that sample raises the loss."""
+    torch.manual_seed(0)
+    net = TopoRefineNet(channels=(4, 8), text_dim=16)
+    batch = _batch()
+    target = batch["target"].clone()
+    target[0] = batch["mask"][0]
+    keep = torch.where(target.bool(), 5.0, -5.0).repeat(1, 2, 1, 1, 1)
+    keep[:, 0] *= -1  # logits of the right answer: sample 0 unchanged, sample 1's edit made
+    noisy = keep.clone()
+    noisy[0, :, 0, 0, :4] *= -1  # sample 0 now changes four voxels
+    for batch_dice, grows in ((False, False), (True, True)):
+        mod = TopoRefineModule(net, HashingEncoder(dim=16), residual=True, batch_dice=batch_dice, ce_weight=1e-6)
+        d = (mod._loss(noisy, target, batch["mask"]) - mod._loss(keep, target, batch["mask"])).item()
+        assert (d > 0.05) is grows, (batch_dice, d)
 
 
 def test_region_channel_net_gets_the_swapped_region():
