@@ -64,14 +64,15 @@ def score(ckpt: str | Path, items: Sequence[Any], variants: Sequence[str] = ("co
     ``passes`` > 1 feeds each pass's raw result back as the next pass's mask, same instruction: a network
     that extends a gap's ends a little each time closes it in a few passes, still with no decoding; one that
     edits where it should not compounds that too, which the wrong-place and opposite rows show.
-    ``thresholds``: the raw output is cut at each (the first pass is shared). A loss that weights the edit's
-    voxels up moves the network's probabilities up, so filling and leaving alone trade along the threshold:
-    the sweep says whether one threshold meets both, which one training run alone cannot."""
+    ``thresholds``: *change* thresholds, one row each (the first pass is shared): a voxel is changed only where
+    the network gives the change at least that probability (added where p >= t, removed where p <= 1 - t,
+    :func:`cut_change`); 0.5 is the raw decoding's plain cut. A loss that weights the edit's voxels up
+    inflates the change's probability, so filling and leaving alone trade along this threshold: the sweep
+    says whether one threshold meets both, which one training run alone cannot."""
     if passes < 1:
         raise ValueError(f"passes must be >= 1, got {passes}")
     if not thresholds or not all(0.0 < t < 1.0 for t in thresholds):
         raise ValueError(f"thresholds must lie in (0, 1), got {list(thresholds)}")
-    from neurorefiner.inference.decoding import raw_decode
     from neurorefiner.inference.refiner import TopoRefiner
 
     refiner = TopoRefiner.load(ckpt, operation_gate=operation_gate)
@@ -87,12 +88,22 @@ def score(ckpt: str | Path, items: Sequence[Any], variants: Sequence[str] = ("co
                 for k in range(passes):
                     if k:
                         prob = refiner.probabilities(item.image, mask, ins, crop=False)
-                    mask = raw_decode(mask, prob, allowed, float(t)).mask
+                    mask = cut_change(mask, prob, allowed, float(t))
                 row = {"item": i, "volume": item.volume, "kind": item.kind, "variant": variant, "decoding": "raw",
                        "passes": passes, "threshold": float(t)}
                 row.update(edit_metrics(item, mask))
                 rows.append(row)
     return rows
+
+
+def cut_change(mask: np.ndarray, prob: np.ndarray, allowed: np.ndarray, threshold: float) -> np.ndarray:
+    """The mask changed where the network's foreground probability ``prob`` says so with at least
+    ``threshold`` confidence, inside ``allowed`` only: background voxels are added where ``prob >= threshold``,
+    foreground voxels removed where ``prob < 1 - threshold``. At 0.5 this is the plain cut of the raw decoding
+    (:func:`~neurorefiner.inference.decoding.raw_decode`); higher thresholds change less in both directions."""
+    mask = np.asarray(mask, dtype=bool)
+    out = np.where(mask, prob >= 1.0 - threshold, prob >= threshold)
+    return np.where(allowed, out, mask)
 
 
 def headline(summary: Sequence[dict[str, Any]]) -> dict[str, float | None]:
@@ -163,7 +174,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--passes", type=int, default=1,
                    help="network passes per edit, each fed the last one's raw result (1 = one pass)")
     p.add_argument("--thresholds", default="0.5",
-                   help="comma-separated cuts of the raw output; the first is the json's headline (default 0.5)")
+                   help="comma-separated change thresholds (a voxel changes where the network gives the change at "
+                        "least this probability); the first is the json's headline (default 0.5 = the plain cut)")
     args = p.parse_args(argv)
     named = dict(c.split("=", 1) for c in args.checkpoints)
     thresholds = [float(t) for t in args.thresholds.split(",") if t.strip()]

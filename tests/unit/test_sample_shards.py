@@ -265,3 +265,16 @@ def test_training_probe_cuts_one_pass_at_each_threshold(monkeypatch) -> None:
     assert [r["gap_filled"] for r in rows] == [0.75, 0.5, 0.25] and len(calls) == 1
     with pytest.raises(ValueError, match="thresholds"):
         probe.score("x", [item], thresholds=(1.5,))
+
+
+def test_change_threshold_cuts_both_directions_and_is_the_plain_cut_at_one_half() -> None:
+    from neurorefiner.inference.decoding import raw_decode
+    from neurorefiner.studies.editor_training_probe import cut_change
+
+    mask = np.array([True, True, False, False, True])
+    prob = np.array([0.2, 0.45, 0.55, 0.8, 0.05], dtype=np.float32)
+    allowed = np.array([True, True, True, True, False])
+    half = cut_change(mask, prob, allowed, 0.5)
+    assert half.tolist() == raw_decode(mask, prob, allowed, 0.5).mask.tolist() == [False, False, True, True, True]
+    # at 0.7 only the confident changes are made: remove where p < 0.3, add where p >= 0.7
+    assert cut_change(mask, prob, allowed, 0.7).tolist() == [False, True, False, True, True]
