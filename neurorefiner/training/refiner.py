@@ -109,6 +109,22 @@ def refiner_settings(cfg: DictConfig) -> dict[str, Any]:
             "text_encoder": OmegaConf.to_container(cfg.text_encoder, resolve=True), "seed": cfg.get("seed")}
 
 
+def module_defaults(cfg: DictConfig) -> dict[str, Any]:
+    """``model.<argument>`` -> default of the model class's plain arguments (numbers, flags, strings): a run
+    recorded before an argument existed resumes when the argument is left at its default
+    (:func:`~neurorefiner.training.run_settings.differences`)."""
+    import inspect
+
+    from hydra.utils import get_class
+
+    target = cfg.model.get("_target_")
+    if not target:
+        return {}
+    params = inspect.signature(get_class(target).__init__).parameters.values()
+    return {f"model.{p.name}": p.default for p in params
+            if isinstance(p.default, bool | int | float | str) and p.default is not inspect.Parameter.empty}
+
+
 def train_refiner(cfg: DictConfig) -> dict[str, float]:
     """Train one stage; returns the final validation metrics (``val/dice``, ``val/adherence`` ...)."""
     import lightning as L
@@ -151,7 +167,7 @@ def train_refiner(cfg: DictConfig) -> dict[str, float]:
         overrides["max_steps"] = int(node.max_steps)
         overrides["max_epochs"] = -1
     trainer = instantiate(cfg.trainer, **overrides)
-    resume = resume_point(run_dir, refiner_settings(cfg), bool(node.get("resume", True)))
+    resume = resume_point(run_dir, refiner_settings(cfg), bool(node.get("resume", True)), module_defaults(cfg))
     if resume:  # a last.ckpt from elsewhere must not run code: refused here with a clear line
         load_checkpoint(resume, "checkpoint to resume from")
 

@@ -30,11 +30,19 @@ def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: tree}
 
 
-def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """``key: old -> new`` for every flattened key whose value differs (missing keys shown as ``(unset)``)."""
+def differences(old: Mapping[str, Any], new: Mapping[str, Any],
+                defaults: Mapping[str, Any] | None = None) -> list[str]:
+    """``key: old -> new`` for every flattened key whose value differs (missing keys shown as ``(unset)``).
+
+    ``defaults`` (flattened key -> value) stands in for a key one side lacks: an option added to the code after
+    a run was recorded is missing from its record, and at its default it trains the same weights as before."""
     a, b = _flat(old), _flat(new)
-    return [f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}" for k in sorted(set(a) | set(b))
-            if a.get(k, "(unset)") != b.get(k, "(unset)")]
+    d = dict(defaults or {})
+
+    def value(side: dict[str, Any], k: str) -> Any:
+        return side.get(k, d.get(k, "(unset)"))
+
+    return [f"{k}: {value(a, k)} -> {value(b, k)}" for k in sorted(set(a) | set(b)) if value(a, k) != value(b, k)]
 
 
 def without(tree: Any, drop: set[str]) -> Any:
@@ -44,12 +52,14 @@ def without(tree: Any, drop: set[str]) -> Any:
     return tree
 
 
-def resume_point(run_dir: Path, settings: Mapping[str, Any], enabled: bool = True) -> str | None:
+def resume_point(run_dir: Path, settings: Mapping[str, Any], enabled: bool = True,
+                 defaults: Mapping[str, Any] | None = None) -> str | None:
     """The ``last.ckpt`` of ``run_dir`` to resume from, or None to start afresh; records ``settings`` there.
 
     ``settings``: JSON-able values that shape the weights (data, model, loss, optimiser, seed). A ``last.ckpt``
     written under other settings raises :class:`InputError` naming them and the two ways out. A ``last.ckpt``
-    without a settings file (runs from before this check) resumes as before."""
+    without a settings file (runs from before this check) resumes as before. ``defaults``: see
+    :func:`differences`."""
     run_dir = Path(run_dir)
     last = run_dir / "last.ckpt"
     record = run_dir / SETTINGS_FILE
@@ -57,7 +67,7 @@ def resume_point(run_dir: Path, settings: Mapping[str, Any], enabled: bool = Tru
     resume = None
     if enabled and last.exists():
         if record.exists():
-            changed = differences(json.loads(record.read_text()), settings)
+            changed = differences(json.loads(record.read_text()), settings, defaults)
             if changed:
                 shown = "; ".join(changed[:6]) + (f"; and {len(changed) - 6} more" if len(changed) > 6 else "")
                 raise InputError(f"holds a run trained with other settings ({shown}), and this run would resume it. "

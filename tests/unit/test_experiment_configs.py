@@ -185,3 +185,27 @@ def test_nnunet_style_standin_shares_the_unet_recipe(preset: str, monkeypatch: p
     assert (base.trainer.max_epochs, base.trainer.check_val_every_n_epoch) == expect
     assert cfg.segmentation.data.samples_per_epoch == base.segmentation.data.samples_per_epoch == 600
     assert _output(cfg).name == f"nnunet_style_synthetic_{preset}_cpu.pt" != _output(base).name
+
+
+def test_the_committed_budget_run_resumes_under_today_s_config(monkeypatch) -> None:
+    """The long CPU run's record (checkpoints/resume/...) was written before the loss gained options: at their
+    defaults they train the same weights, so the resume must not be refused."""
+    import json
+
+    from neurorefiner.training.refiner import module_defaults, refiner_settings
+    from neurorefiner.training.run_settings import differences
+
+    record = ROOT / "checkpoints" / "resume" / "toporefinenet_stage1_budget" / "run_settings.json"
+    if not record.exists():
+        pytest.skip("no committed resume point")
+    cfg = _compose(["experiment=toporefinenet_cpu_budget"], monkeypatch)
+    now = json.loads(json.dumps(refiner_settings(cfg), default=str))
+    old = json.loads(record.read_text())
+    # the paths in the record are the machine's where it ran: compare what shapes the weights
+    for tree in (now, old):
+        tree["node"]["datamodule"].pop("shards", None)
+        tree["node"].pop("init_from", None)
+        tree["node"]["datamodule"]["dataset"].pop("root", None)
+    assert differences(old, now, module_defaults(cfg)) == []
+    changed = differences(old, {**now, "model": {**now["model"], "negative_weight": 10.0}}, module_defaults(cfg))
+    assert changed == ["model.negative_weight: 0.0 -> 10.0"]

@@ -35,3 +35,9 @@ def test_a_folder_from_before_the_check_still_resumes(tmp_path) -> None:
 
 def test_without_drops_keys_at_any_depth() -> None:
     assert without({"a": {"num_workers": 2, "b": 1}, "num_workers": 1}, {"num_workers"}) == {"a": {"b": 1}}
+
+
+def test_a_key_one_side_lacks_counts_as_its_default() -> None:
+    assert differences({"m": {"a": 1}}, {"m": {"a": 1, "b": 0.0}}, {"m.b": 0.0}) == []
+    assert differences({"m": {"a": 1}}, {"m": {"a": 1, "b": 2.0}}, {"m.b": 0.0}) == ["m.b: 0.0 -> 2.0"]
+    assert differences({"m": {"a": 1}}, {"m": {"a": 1, "b": 0.0}}) == ["m.b: (unset) -> 0.0"]
