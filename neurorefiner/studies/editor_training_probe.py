@@ -40,18 +40,37 @@ HEADLINE = (("raw gap filled, synthetic breaks", ">= 0.60"), ("raw gap filled, r
 
 
 def heldout_items(n_per_kind: int = 30, seed: int = 0, segmenters: Sequence[str] = ("unet3d", "nnunet_style"),
-                  n_synthetic: int = 2) -> list:
+                  n_synthetic: int = 2, standin_segmenters: Sequence[str] = ()) -> list:
     """Synthetic defects (break, noise, paste) in OP_6 and in-memory SYNTHETIC stacks, and real defects of
-    each segmenter's OP_6 mask (as many as it holds, up to ``n_per_kind`` per kind in all)."""
+    each segmenter's OP_6 mask (as many as it holds, up to ``n_per_kind`` per kind in all).
+
+    ``standin_segmenters``: also the real breaks and noise of these shipped stand-in segmenters (trained on the
+    SYNTHETIC preset's train split) on the same in-memory SYNTHETIC stacks (up to ``n_per_kind`` per kind
+    more). OP_6 holds few breaks a segmenter makes (4 for the two DIADEM segmenters), too few to measure a
+    share; no editor training run reads these stacks or masks."""
     diadem = load_diadem(HELDOUT_STACKS)
-    volumes = diadem + load_synthetic(n=n_synthetic, seed=SYNTH_SEED)
-    items = make_items(volumes, n_per_kind, kinds=("break", "noise", "paste"), seed=seed)
+    synthetic = load_synthetic(n=n_synthetic, seed=SYNTH_SEED)
+    items = make_items(diadem + synthetic, n_per_kind, kinds=("break", "noise", "paste"), seed=seed)
     per = max(1, -(-n_per_kind // max(len(segmenters), 1)))
     for i, seg in enumerate(segmenters):
         masks = load_segmenter_masks(diadem, seg)
         if masks:
             items += real_items(diadem, masks, per, seed=seed + i)
+    per = max(1, -(-n_per_kind // max(len(standin_segmenters), 1)))
+    for i, seg in enumerate(standin_segmenters):
+        items += real_items(synthetic, standin_masks(synthetic, seg), per, seed=seed + 50 + i)
     return items
+
+
+def standin_masks(volumes: Sequence[Any], segmenter: str, preset: str = "synthetic_cwmbs_weak"
+                  ) -> dict[str, np.ndarray]:
+    """The shipped stand-in ``segmenter`` of ``preset``'s masks of the in-memory SYNTHETIC ``volumes`` (its
+    recorded post-processing), by volume name."""
+    from neurorefiner.inference.init_masks import shipped_checkpoint
+    from neurorefiner.inference.segmenter import load_segmenter, segment_array
+
+    model = load_segmenter(shipped_checkpoint(segmenter, preset))
+    return {v.name: segment_array(model, v.image, source=v.name)[0] for v in volumes}
 
 
 def score(ckpt: str | Path, items: Sequence[Any], variants: Sequence[str] = ("correct", "wrong_location", "opposite"),
@@ -124,7 +143,8 @@ def headline(summary: Sequence[dict[str, Any]]) -> dict[str, float | None]:
 
 
 def run(checkpoints: dict[str, str | Path], out: str | Path, n_per_kind: int = 30, seed: int = 0,
-        operation_gate: bool = False, passes: int = 1, thresholds: Sequence[float] = (0.5,)) -> dict:
+        operation_gate: bool = False, passes: int = 1, thresholds: Sequence[float] = (0.5,),
+        standin_segmenters: Sequence[str] = ()) -> dict:
     """Score each named checkpoint on the same held-out items; writes ``<out>/<name>.json`` (summary and
     headline at the first threshold, the same per threshold under ``by_threshold``, item counts) and returns
     the headlines by name and threshold."""
@@ -132,10 +152,14 @@ def run(checkpoints: dict[str, str | Path], out: str | Path, n_per_kind: int = 3
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    items = heldout_items(n_per_kind, seed)
+    items = heldout_items(n_per_kind, seed, standin_segmenters=standin_segmenters)
     counts: dict[str, int] = {}
+    sources: dict[str, int] = {}
     for it in items:
         counts[it.kind] = counts.get(it.kind, 0) + 1
+        if it.kind.startswith("real_"):
+            key = f"{it.kind} {'SYNTHETIC' if it.volume.startswith('synthetic') else it.volume}"
+            sources[key] = sources.get(key, 0) + 1
     result = {}
     for name, ckpt in checkpoints.items():
         t0 = time.time()
@@ -148,7 +172,9 @@ def run(checkpoints: dict[str, str | Path], out: str | Path, n_per_kind: int = 3
         with atomic_path(out / f"{name}.json") as tmp:
             Path(tmp).write_text(json.dumps({"checkpoint": str(ckpt), "operation_gate": operation_gate,
                                              "passes": passes, "threshold": float(thresholds[0]),
-                                             "items": counts, "headline": first["headline"],
+                                             "items": counts, "real_items_by_source": sources,
+                                             "standin_segmenters": list(standin_segmenters),
+                                             "headline": first["headline"],
                                              "summary": first["summary"], "by_threshold": by_threshold,
                                              "seconds": round(time.time() - t0, 1)},
                                             indent=1, default=_plain))
@@ -176,10 +202,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--thresholds", default="0.5",
                    help="comma-separated change thresholds (a voxel changes where the network gives the change at "
                         "least this probability); the first is the json's headline (default 0.5 = the plain cut)")
+    p.add_argument("--standin-segmenters", default="",
+                   help="comma-separated stand-in segmenters (unet3d, nnunet_style) whose real breaks and noise on the "
+                        "SYNTHETIC probe stacks are added (default: none, OP_6's only)")
     args = p.parse_args(argv)
     named = dict(c.split("=", 1) for c in args.checkpoints)
     thresholds = [float(t) for t in args.thresholds.split(",") if t.strip()]
-    for name, by_t in run(named, args.out, args.n, args.seed, args.operation_gate, args.passes, thresholds).items():
+    standins = [s for s in args.standin_segmenters.split(",") if s.strip()]
+    for name, by_t in run(named, args.out, args.n, args.seed, args.operation_gate, args.passes, thresholds,
+                          standins).items():
         for t, head in by_t.items():
             print(name, f"threshold={t}", " ".join(f"{k}={'-' if v is None else f'{v:.3f}'}" for k, v in head.items()))
 

@@ -278,3 +278,24 @@ def test_change_threshold_cuts_both_directions_and_is_the_plain_cut_at_one_half(
     assert half.tolist() == raw_decode(mask, prob, allowed, 0.5).mask.tolist() == [False, False, True, True, True]
     # at 0.7 only the confident changes are made: remove where p < 0.3, add where p >= 0.7
     assert cut_change(mask, prob, allowed, 0.7).tolist() == [False, True, False, True, True]
+
+
+def test_training_probe_adds_stand_in_segmenters_real_breaks(monkeypatch) -> None:
+    """--standin-segmenters: the stand-ins' own breaks on the SYNTHETIC probe stacks join OP_6's real defects."""
+    from neurorefiner.studies import editor_training_probe as probe
+    from neurorefiner.studies.editor_probe import ProbeVolume
+
+    gold = np.zeros((32, 64, 64), bool)
+    gold[16, 32, 4:60] = True
+    gold[16, 4:60, 32] = True
+    vol = ProbeVolume("synthetic_cwmbs_weak_0", gold * 0.8 + 0.1, gold, np.flatnonzero(gold))
+    broken = gold.copy()
+    broken[16, 32, 20:26] = False  # the segmenter missed six voxels of one branch
+    asked = []
+    monkeypatch.setattr(probe, "load_diadem", lambda names: [])
+    monkeypatch.setattr(probe, "load_synthetic", lambda n, seed: [vol])
+    monkeypatch.setattr(probe, "make_items", lambda *a, **k: [])
+    monkeypatch.setattr(probe, "standin_masks", lambda vols, seg: asked.append(seg) or {vol.name: broken})
+    items = probe.heldout_items(4, standin_segmenters=("unet3d",))
+    assert asked == ["unet3d"] and [i.kind for i in items] == ["real_break"]
+    assert probe.heldout_items(4) == [] and asked == ["unet3d"]
