@@ -28,7 +28,13 @@ def make_shards(out: Path = typer.Option(..., "--out", help="shard folder (e.g. 
                 variants: str = typer.Option("correct=0.6,wrong_place=0.2,opposite=0.2",
                                              help="variant shares (wrong_place / opposite: target = no change)"),
                 distractor_prob: float = typer.Option(0.3, "--distractor-prob",
-                                                      help="stage 1: share of crops with an unnamed second defect")
+                                                      help="stage 1: share of crops with an unnamed second defect"),
+                faint_gap: float = typer.Option(0.0, "--faint-gap",
+                                                help="stage 1: share of breaks with the image made faint across "
+                                                     "the gap, as segmenters break neurites"),
+                faint_contrast: str = typer.Option("0.1,0.6", "--faint-contrast",
+                                                   help="stage 1: the faint gap's contrast range low,high (share "
+                                                        "of the neurite's contrast over the background)")
                 ) -> None:
     """Write sample shards (see neurorefiner.data.sample_shards); an interrupted run continues."""
     from neurorefiner.data.sample_shards import ShardSettings
@@ -42,8 +48,9 @@ def make_shards(out: Path = typer.Option(..., "--out", help="shard folder (e.g. 
             raise InputError(f"{option} must read name=share,name=share, got {text!r}", option) from None
 
     try:
+        contrast = tuple(float(c) for c in faint_contrast.split(","))
         settings = ShardSettings(stage, parse_shape(crop, "--crop"), shares(ops, "--ops"),
-                                 shares(variants, "--variants"), distractor_prob, seed)
+                                 shares(variants, "--variants"), distractor_prob, seed, faint_gap, contrast)
     except ValueError as exc:
         raise InputError(str(exc), "settings") from None
     manifest = run(out, stage, dataset, n, part, segmenter, str(init_masks_root) if init_masks_root else None,

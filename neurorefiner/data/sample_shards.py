@@ -74,6 +74,17 @@ class ShardSettings:
     variant_shares: dict = field(default_factory=lambda: {"correct": 0.6, "wrong_place": 0.2, "opposite": 0.2})
     distractor_prob: float = 0.3  # stage 1: a second, unnamed defect the target keeps
     seed: int = 0
+    faint_gap: float = 0.0  # stage 1: share of breaks whose image is made faint across the gap (defects.breaks.dim_gap)
+    faint_contrast: tuple = (0.1, 0.6)  # the gap's contrast, drawn uniformly from this range
+
+    def stamp(self) -> dict:
+        """The settings that make the samples, as stored; options at their off default are left out, so a folder
+        made before they existed matches."""
+        out = asdict(self)
+        if not self.faint_gap:
+            out.pop("faint_gap")
+            out.pop("faint_contrast")
+        return out
 
     def __post_init__(self) -> None:
         self.crop_size = tuple(int(s) for s in self.crop_size)  # type: ignore[assignment]
@@ -84,6 +95,11 @@ class ShardSettings:
                 raise ValueError(f"{name} must give shares >= 0 (not all 0) of {known}, got {dict(shares)}")
         if len(self.crop_size) != 3 or min(self.crop_size) < 6:
             raise ValueError(f"crop_size must be three sizes >= 6 (D, H, W), got {self.crop_size}")
+        self.faint_contrast = tuple(float(c) for c in self.faint_contrast)
+        lo, hi = self.faint_contrast if len(self.faint_contrast) == 2 else (-1.0, -1.0)
+        if not 0.0 <= float(self.faint_gap) <= 1.0 or not 0.0 <= lo <= hi <= 1.0:
+            raise ValueError(f"faint_gap must be in [0, 1] and faint_contrast (low, high) within [0, 1], got "
+                             f"{self.faint_gap}, {self.faint_contrast}")
 
 
 def _draw(rng: np.random.Generator, shares: Mapping[str, float]) -> str:
@@ -232,7 +248,7 @@ def write_shards(out: Path, load: Callable[[], list], maker: Callable, settings:
         raise ValueError("n_samples, shard_size and workers must be >= 1")
     out.mkdir(parents=True, exist_ok=True)
     stamp = out / "settings.json"
-    wanted = json.dumps(asdict(settings), sort_keys=True, default=list)
+    wanted = json.dumps(settings.stamp(), sort_keys=True, default=list)
     if stamp.exists() and stamp.read_text() != wanted:
         raise InputError("holds shards made with other settings; choose another folder or delete it", out)
     stamp.write_text(wanted)
@@ -258,7 +274,7 @@ def write_shards(out: Path, load: Callable[[], list], maker: Callable, settings:
                 counts[key] = counts.get(key, 0) + 1
     manifest = {"format": FORMAT_VERSION, "stage": settings.stage, "n_samples": n_samples,
                 "crop_size": list(settings.crop_size), "shards": [j[0].name for j in jobs], "sizes": sizes,
-                "writer_version": writer_version(), "settings": asdict(settings), "sources": list(sources),
+                "writer_version": writer_version(), "settings": settings.stamp(), "sources": list(sources),
                 "counts": dict(sorted(counts.items())), "seconds": round(time.time() - t0, 1),
                 "created": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     from neurorefiner.io.atomic import atomic_path

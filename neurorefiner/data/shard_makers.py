@@ -45,6 +45,10 @@ def stage1_record(volumes: Sequence[Any], rng: np.random.Generator, settings: Sh
                                    max_tries=10)
         except ValueError:
             continue
+        if kind == "break" and settings.faint_gap and rng.random() < settings.faint_gap:
+            from neurorefiner.defects.breaks import dim_gap
+
+            s["image"] = dim_gap(s["image"], s["target"], s["change"], float(rng.uniform(*settings.faint_contrast)))
         return {"image": s["image"], "mask": s["mask"], "target": s["target"], "change": s["change"],
                 "side": "fn" if kind == "break" else "fp", "attached": kind == "touch", "op": op, "kind": kind,
                 "source": vol.name, "start": list(s["start"]), "instruction": s["instruction"],

@@ -299,3 +299,36 @@ def test_training_probe_adds_stand_in_segmenters_real_breaks(monkeypatch) -> Non
     items = probe.heldout_items(4, standin_segmenters=("unet3d",))
     assert asked == ["unet3d"] and [i.kind for i in items] == ["real_break"]
     assert probe.heldout_items(4) == [] and asked == ["unet3d"]
+
+
+def test_faint_gap_dims_the_neurite_across_the_cut_only() -> None:
+    from neurorefiner.defects.breaks import dim_gap
+
+    gold = np.zeros((5, 5, 20), bool)
+    gold[2, 2, 2:18] = True
+    gap = np.zeros_like(gold)
+    gap[2, 2, 8:12] = True
+    image = np.where(gold, 0.9, 0.1).astype(np.float32)
+    out = dim_gap(image, gold, gap, 0.25)
+    assert np.allclose(out[gap], 0.1 + 0.25 * 0.8)  # contrast over the background (0.1) scaled
+    assert np.array_equal(out[gold & ~gap], image[gold & ~gap])  # the kept neurite stays bright
+    assert np.array_equal(dim_gap(image, gold, gap, 1.0), image)
+    with pytest.raises(ValueError, match="contrast"):
+        dim_gap(image, gold, gap, 1.5)
+
+
+def test_faint_gap_shards_dim_breaks_and_old_folders_keep_their_stamp() -> None:
+    """faint_gap=1: every break sample's gap is darker than its kept neurite; at 0 the settings stamp is the one
+    folders made before the option existed hold (so they are not refused)."""
+    vols = Volumes()()
+    faint = _settings(op_shares={"connect": 1.0}, faint_gap=1.0, faint_contrast=(0.0, 0.0))
+    plain = _settings(op_shares={"connect": 1.0})
+    for settings, dark in ((faint, True), (plain, False)):
+        rec = stage1_record(vols, np.random.default_rng(3), settings)
+        img, gold, change = rec["image"], rec["target"], rec["change"]
+        bg = float(np.median(img[~gold]))
+        ratio = (img[change].mean() - bg) / (img[gold & ~change].mean() - bg)
+        assert bool(ratio < 0.05) is dark, ratio
+    assert "faint_gap" not in plain.stamp() and faint.stamp()["faint_gap"] == 1.0
+    with pytest.raises(ValueError, match="faint"):
+        _settings(faint_gap=2.0)

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The CPU budget run scored part-way, and the loss that prices unasked changes (README.md, "The CPU budget").
+# 1. Two forks of the budget run at 9,993 steps (checkpoints/resume/toporefinenet_stage1_budget/weights_9993.ckpt,
+#    weights only), 1,500 steps each on the stage-1 shards, constant lr 5e-4, fresh AdamW: `control` keeps the
+#    run's loss (residual, edit weight 10); `negative` adds negative_weight=10 (CE price of a change inside the
+#    named region of a no-change sample) and batch_dice=true. Run side by side, one torch thread each.
+# 2. The training probe (neurorefiner.studies.editor_training_probe) on the same held-out defects: OP_6 and
+#    SYNTHETIC stacks, both DIADEM segmenters' OP_6 masks and both cwmbs_weak stand-ins' masks of the SYNTHETIC
+#    stacks for real breaks and noise, raw network at change thresholds 0.5 / 0.7 / 0.9.
+# Needs the stage-1 shards (conf/experiment/toporefinenet_cpu_budget.yaml) and the DIADEM segmenters' dev masks
+# (neurorefiner init-masks --dataset diadem --split dev --segmenter S). BUDGET=<a later last.ckpt> adds it to the
+# scoring as `budget_now`. Writes results/budget_probe/<name>.json and summary.md.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 WANDB_MODE=offline HF_HUB_OFFLINE=1
+PY=${PY:-.venv/bin/python}
+START=checkpoints/resume/toporefinenet_stage1_budget/weights_9993.ckpt
+OUT=${OUT:-outputs/toporefinenet_forks}
+RESULTS=experiments/toporefinenet/results/budget_probe
+fork() {  # name, overrides...
+  local name=$1; shift
+  [[ -f $OUT/$name/toporefinenet_stage1.ckpt ]] && return 0
+  $PY train.py experiment=toporefinenet_probe "stages.1.init_from=$PWD/$START" stages.1.max_steps=1500 \
+    stages.1.datamodule.samples_per_epoch=3000 model.residual=true +model.cosine=false \
+    "paths.checkpoint_dir=$OUT/$name" "$@" > "$OUT.$name.log" 2>&1
+}
+mkdir -p "$OUT"
+fork control &
+fork negative model.negative_weight=10 model.batch_dice=true &
+wait
+# faint gaps: the control's settings on shards where half the breaks are faint across the gap (contrast 0.1-0.6 of
+# the neurite's), made by the two make-shards lines with --faint-gap 0.5 into data/cache/shards/stage1_faint
+for part in "train --n 4096" "val --n 256 --seed 1"; do
+  set -- $part
+  [[ -f data/cache/shards/stage1_faint/$1/manifest.json ]] || .venv/bin/neurorefiner make-shards --stage 1 \
+    --dataset diadem --part "$@" --faint-gap 0.5 --out "data/cache/shards/stage1_faint/$1"
+done
+fork faint "stages.1.datamodule.shards=$PWD/data/cache/shards/stage1_faint"
+SCORE=(shipped_stage1=checkpoints/toporefinenet_stage1.ckpt shipped_two_stage=checkpoints/toporefinenet.ckpt
+       budget_9993=$START control=$OUT/control/toporefinenet_stage1.ckpt
+       negative=$OUT/negative/toporefinenet_stage1.ckpt faint=$OUT/faint/toporefinenet_stage1.ckpt)
+NOW=()
+[[ -n "${BUDGET:-}" ]] && SCORE+=("budget_now=$BUDGET") && NOW=(budget_now="budget run, its latest last.ckpt (BUDGET=)")
+$PY -m neurorefiner.studies.editor_training_probe --out "$RESULTS" --n 20 --thresholds 0.5,0.7,0.9 \
+  --standin-segmenters unet3d,nnunet_style "${SCORE[@]}"
+$PY experiments/toporefinenet/probe_table.py "$RESULTS" \
+  shipped_stage1="shipped stage 1 (start of the budget run)" shipped_two_stage="shipped editor (two-stage, the default)" \
+  budget_9993="budget run, 9,993 steps (3.0 CPU-h spent)" \
+  control="+1,500 steps, same loss" negative="+1,500 steps, negative_weight 10 + batch Dice" \
+  faint="+1,500 steps, same loss, half the breaks faint across the gap" "${NOW[@]}"
