@@ -9,7 +9,9 @@
 #    stacks for real breaks and noise, raw network at change thresholds 0.5 / 0.7 / 0.9.
 # Needs the stage-1 shards (conf/experiment/toporefinenet_cpu_budget.yaml) and the DIADEM segmenters' dev masks
 # (neurorefiner init-masks --dataset diadem --split dev --segmenter S). BUDGET=<a later last.ckpt> adds it to the
-# scoring as `budget_now`. Writes results/budget_probe/<name>.json and summary.md.
+# scoring as `budget_now` (BUDGET_LABEL= names it in the table). Writes results/budget_probe/<name>.json and summary.md.
+# The committed table: BUDGET=checkpoints/resume/toporefinenet_stage1_budget/last.ckpt (14,722 steps)
+#   BUDGET_LABEL="budget run, its latest last.ckpt (BUDGET=): 14,722 steps, 3.96 CPU-h"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 WANDB_MODE=offline HF_HUB_OFFLINE=1
@@ -40,7 +42,7 @@ SCORE=(shipped_stage1=checkpoints/toporefinenet_stage1.ckpt shipped_two_stage=ch
        budget_9993=$START control=$OUT/control/toporefinenet_stage1.ckpt
        negative=$OUT/negative/toporefinenet_stage1.ckpt faint=$OUT/faint/toporefinenet_stage1.ckpt)
 NOW=()
-[[ -n "${BUDGET:-}" ]] && SCORE+=("budget_now=$BUDGET") && NOW=(budget_now="budget run, its latest last.ckpt (BUDGET=)")
+[[ -n "${BUDGET:-}" ]] && SCORE+=("budget_now=$BUDGET") && NOW=(budget_now="${BUDGET_LABEL:-budget run, its latest last.ckpt (BUDGET=)}")
 $PY -m neurorefiner.studies.editor_training_probe --out "$RESULTS" --n 20 --thresholds 0.5,0.7,0.9 \
   --standin-segmenters unet3d,nnunet_style "${SCORE[@]}"
 $PY experiments/toporefinenet/probe_table.py "$RESULTS" \
