@@ -38,9 +38,12 @@ for part in "train --n 4096" "val --n 256 --seed 1"; do
     --dataset diadem --part "$@" --faint-gap 0.5 --out "data/cache/shards/stage1_faint/$1"
 done
 fork faint "stages.1.datamodule.shards=$PWD/data/cache/shards/stage1_faint"
+fork faint_negative "stages.1.datamodule.shards=$PWD/data/cache/shards/stage1_faint" model.negative_weight=10 \
+  model.batch_dice=true
 SCORE=(shipped_stage1=checkpoints/toporefinenet_stage1.ckpt shipped_two_stage=checkpoints/toporefinenet.ckpt
        budget_9993=$START control=$OUT/control/toporefinenet_stage1.ckpt
-       negative=$OUT/negative/toporefinenet_stage1.ckpt faint=$OUT/faint/toporefinenet_stage1.ckpt)
+       negative=$OUT/negative/toporefinenet_stage1.ckpt faint=$OUT/faint/toporefinenet_stage1.ckpt
+       faint_negative=$OUT/faint_negative/toporefinenet_stage1.ckpt)
 NOW=()
 [[ -n "${BUDGET:-}" ]] && SCORE+=("budget_now=$BUDGET") && NOW=(budget_now="${BUDGET_LABEL:-budget run, its latest last.ckpt (BUDGET=)}")
 $PY -m neurorefiner.studies.editor_training_probe --out "$RESULTS" --n 20 --thresholds 0.5,0.7,0.9 \
@@ -49,4 +52,5 @@ $PY experiments/toporefinenet/probe_table.py "$RESULTS" \
   shipped_stage1="shipped stage 1 (start of the budget run)" shipped_two_stage="shipped editor (two-stage, the default)" \
   budget_9993="budget run, 9,993 steps (3.0 CPU-h spent)" \
   control="+1,500 steps, same loss" negative="+1,500 steps, negative_weight 10 + batch Dice" \
-  faint="+1,500 steps, same loss, half the breaks faint across the gap" "${NOW[@]}"
+  faint="+1,500 steps, same loss, half the breaks faint across the gap" \
+  faint_negative="+1,500 steps, faint breaks and priced unasked changes" "${NOW[@]}"
