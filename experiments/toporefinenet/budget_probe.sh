@@ -12,6 +12,8 @@
 # scoring as `budget_now` (BUDGET_LABEL= names it in the table). Writes results/budget_probe/<name>.json and summary.md.
 # The committed table: BUDGET=checkpoints/resume/toporefinenet_stage1_budget/last.ckpt (14,722 steps)
 #   BUDGET_LABEL="budget run, its latest last.ckpt (BUDGET=): 14,722 steps, 3.96 CPU-h"
+#   BUDGET_FAINT=checkpoints/resume/toporefinenet_stage1_budget_faint/last.ckpt (phase 2, 3,821 steps)
+#   BUDGET_FAINT_LABEL="phase 2 (faint shards) at 3,821 steps, +0.68 CPU-h"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 WANDB_MODE=offline HF_HUB_OFFLINE=1
@@ -46,6 +48,8 @@ SCORE=(shipped_stage1=checkpoints/toporefinenet_stage1.ckpt shipped_two_stage=ch
        faint_negative=$OUT/faint_negative/toporefinenet_stage1.ckpt)
 NOW=()
 [[ -n "${BUDGET:-}" ]] && SCORE+=("budget_now=$BUDGET") && NOW=(budget_now="${BUDGET_LABEL:-budget run, its latest last.ckpt (BUDGET=)}")
+[[ -n "${BUDGET_FAINT:-}" ]] && SCORE+=("budget_faint_now=$BUDGET_FAINT") &&
+  NOW+=(budget_faint_now="${BUDGET_FAINT_LABEL:-phase 2 (faint shards), its latest last.ckpt (BUDGET_FAINT=)}")
 $PY -m neurorefiner.studies.editor_training_probe --out "$RESULTS" --n 20 --thresholds 0.5,0.7,0.9 \
   --standin-segmenters unet3d,nnunet_style "${SCORE[@]}"
 $PY experiments/toporefinenet/probe_table.py "$RESULTS" \
