@@ -896,5 +896,15 @@ def raw_decode(mask: np.ndarray, prob: np.ndarray, allowed: np.ndarray, threshol
     return EditResult.from_masks(mask, out, f"raw network output (threshold {threshold})", decoding="raw")
 
 
-__all__ = ["FACES", "NO_OUTSIDE", "DecodingConfig", "EditResult", "Join", "decode", "decode_connect",
+def cut_change(mask: np.ndarray, prob: np.ndarray, allowed: np.ndarray, threshold: float) -> np.ndarray:
+    """The mask changed where the network's foreground probability ``prob`` says so with at least
+    ``threshold`` confidence, inside ``allowed`` only: background voxels are added where ``prob >= threshold``,
+    foreground voxels removed where ``prob < 1 - threshold``. At 0.5 this is the plain cut of the raw decoding
+    (:func:`raw_decode`); higher thresholds change less in both directions."""
+    mask = np.asarray(mask, dtype=bool)
+    out = np.where(mask, prob >= 1.0 - threshold, prob >= threshold)
+    return np.where(allowed, out, mask)
+
+
+__all__ = ["FACES", "NO_OUTSIDE", "DecodingConfig", "EditResult", "Join", "cut_change", "decode", "decode_connect",
            "decode_remove", "evidence", "grow", "outside_contact", "raw_decode", "remove_decided_without_network"]

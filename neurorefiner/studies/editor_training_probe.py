@@ -84,14 +84,15 @@ def score(ckpt: str | Path, items: Sequence[Any], variants: Sequence[str] = ("co
     that extends a gap's ends a little each time closes it in a few passes, still with no decoding; one that
     edits where it should not compounds that too, which the wrong-place and opposite rows show.
     ``thresholds``: *change* thresholds, one row each (the first pass is shared): a voxel is changed only where
-    the network gives the change at least that probability (added where p >= t, removed where p <= 1 - t,
-    :func:`cut_change`); 0.5 is the raw decoding's plain cut. A loss that weights the edit's voxels up
-    inflates the change's probability, so filling and leaving alone trade along this threshold: the sweep
-    says whether one threshold meets both, which one training run alone cannot."""
+    the network gives the change at least that probability (added where p >= t, removed where p < 1 - t,
+    :func:`~neurorefiner.inference.decoding.cut_change`); 0.5 is the raw decoding's plain cut. A loss that
+    weights the edit's voxels up inflates the change's probability, so filling and leaving alone trade along
+    this threshold: the sweep says whether one threshold meets both, which one training run alone cannot."""
     if passes < 1:
         raise ValueError(f"passes must be >= 1, got {passes}")
     if not thresholds or not all(0.0 < t < 1.0 for t in thresholds):
         raise ValueError(f"thresholds must lie in (0, 1), got {list(thresholds)}")
+    from neurorefiner.inference.decoding import cut_change
     from neurorefiner.inference.refiner import TopoRefiner
 
     refiner = TopoRefiner.load(ckpt, operation_gate=operation_gate)
@@ -113,16 +114,6 @@ def score(ckpt: str | Path, items: Sequence[Any], variants: Sequence[str] = ("co
                 row.update(edit_metrics(item, mask))
                 rows.append(row)
     return rows
-
-
-def cut_change(mask: np.ndarray, prob: np.ndarray, allowed: np.ndarray, threshold: float) -> np.ndarray:
-    """The mask changed where the network's foreground probability ``prob`` says so with at least
-    ``threshold`` confidence, inside ``allowed`` only: background voxels are added where ``prob >= threshold``,
-    foreground voxels removed where ``prob < 1 - threshold``. At 0.5 this is the plain cut of the raw decoding
-    (:func:`~neurorefiner.inference.decoding.raw_decode`); higher thresholds change less in both directions."""
-    mask = np.asarray(mask, dtype=bool)
-    out = np.where(mask, prob >= 1.0 - threshold, prob >= threshold)
-    return np.where(allowed, out, mask)
 
 
 def headline(summary: Sequence[dict[str, Any]]) -> dict[str, float | None]:

@@ -268,8 +268,7 @@ def test_training_probe_cuts_one_pass_at_each_threshold(monkeypatch) -> None:
 
 
 def test_change_threshold_cuts_both_directions_and_is_the_plain_cut_at_one_half() -> None:
-    from neurorefiner.inference.decoding import raw_decode
-    from neurorefiner.studies.editor_training_probe import cut_change
+    from neurorefiner.inference.decoding import cut_change, raw_decode
 
     mask = np.array([True, True, False, False, True])
     prob = np.array([0.2, 0.45, 0.55, 0.8, 0.05], dtype=np.float32)
