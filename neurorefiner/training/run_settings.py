@@ -19,6 +19,9 @@ from typing import Any
 from neurorefiner.errors import InputError
 
 SETTINGS_FILE = "run_settings.json"
+# Keys that say where a cache lives, not what shapes the weights: the same run resumed from another checkout (a
+# committed resume point in a clean clone, CI's /check/...) has another absolute cache path and must not be refused.
+LOCATION_KEYS = frozenset({"cache_dir"})
 
 
 def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -35,8 +38,9 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any],
     """``key: old -> new`` for every flattened key whose value differs (missing keys shown as ``(unset)``).
 
     ``defaults`` (flattened key -> value) stands in for a key one side lacks: an option added to the code after
-    a run was recorded is missing from its record, and at its default it trains the same weights as before."""
-    a, b = _flat(old), _flat(new)
+    a run was recorded is missing from its record, and at its default it trains the same weights as before.
+    Keys in :data:`LOCATION_KEYS` are left out on both sides."""
+    a, b = _flat(without(old, set(LOCATION_KEYS))), _flat(without(new, set(LOCATION_KEYS)))
     d = dict(defaults or {})
 
     def value(side: dict[str, Any], k: str) -> Any:

@@ -41,3 +41,13 @@ def test_a_key_one_side_lacks_counts_as_its_default() -> None:
     assert differences({"m": {"a": 1}}, {"m": {"a": 1, "b": 0.0}}, {"m.b": 0.0}) == []
     assert differences({"m": {"a": 1}}, {"m": {"a": 1, "b": 2.0}}, {"m.b": 0.0}) == ["m.b: 0.0 -> 2.0"]
     assert differences({"m": {"a": 1}}, {"m": {"a": 1, "b": 0.0}}) == ["m.b: (unset) -> 0.0"]
+
+
+def test_a_cache_folder_elsewhere_is_not_another_run() -> None:
+    """A committed resume point copied into another checkout records another absolute cache path: still the same
+    run (CI refused the budget run's resume from /check/work/main for this alone)."""
+    old = {"text_encoder": {"name": "minilm", "cache_dir": "/work/main/data/cache/text_embeddings"}}
+    new = {"text_encoder": {"name": "minilm", "cache_dir": "/check/work/main/data/cache/text_embeddings"}}
+    assert differences(old, new) == []
+    assert differences(old, {"text_encoder": {**new["text_encoder"], "name": "qwen"}}) == [
+        "text_encoder.name: minilm -> qwen"]
