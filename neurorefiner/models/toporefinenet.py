@@ -14,7 +14,13 @@ carries the place only through the bottleneck (1/8 resolution, 27 possible cells
 models trained on CPU budgets learned the operation from the text but not the place (see
 experiments/toporefinenet). The region map is computed from the parsed instruction by the same grammar
 code that writes it, so it adds no information the instruction does not hold; it only puts it where
-a convolution can use it.
+a convolution can use it. (4) Optionally (``text_film``, beyond the paper) every decoder level is scaled and
+shifted by a linear map of the pooled instruction embedding (FiLM), zero-initialised so that a network loaded
+from weights without it computes what it did before. The bottleneck is the only place the paper's text
+meets the image, and the skip connections carry image-only features around it to full resolution: CPU
+runs learned to fill a break whatever the instruction said (an "opposite" instruction left a break block
+unchanged 4-50% of the time), the trade-off moved by loss weights but never off its line. FiLM lets the
+operation switch the full-resolution features that make an edit.
 """
 
 from __future__ import annotations
@@ -46,12 +52,15 @@ class TopoRefineNet(nn.Module):
         mask_skip: add ``w * (2 * mask - 1)`` to the foreground-minus-background logit (w learned).
         region_channel: take the instruction's named sub-region (B, 1, *spatial) as an extra input channel
             (``forward(..., region=)``); ``in_channels`` still counts [image; mask] only.
+        text_film: scale and shift each decoder level's features by a zero-initialised linear map of the
+            (token-averaged) text embedding; see the module docstring.
     """
 
     def __init__(self, spatial_dims: int = 3, in_channels: int = 2, out_channels: int = 2,
                  channels: Sequence[int] = (8, 16, 32, 64), text_dim: int = 384, fusion: str = "cab",
                  fusion_kwargs: dict | None = None, fusion_depth: int = 1, norm_name: str = "instance",
-                 position_embedding: bool = True, mask_skip: bool = True, region_channel: bool = False) -> None:
+                 position_embedding: bool = True, mask_skip: bool = True, region_channel: bool = False,
+                 text_film: bool = False) -> None:
         super().__init__()
         channels = tuple(int(c) for c in channels)
         if spatial_dims not in (2, 3):
@@ -89,6 +98,11 @@ class TopoRefineNet(nn.Module):
         for i in range(len(channels) - 1, 0, -1):
             self.decoder.append(UnetUpBlock(spatial_dims, channels[i], channels[i - 1], kernel_size=3, stride=1,
                                             upsample_kernel_size=2, norm_name=norm_name))
+        self.decoder_film = nn.ModuleList(nn.Linear(text_dim, 2 * channels[i - 1])
+                                          for i in range(len(channels) - 1, 0, -1)) if text_film else None
+        for film in self.decoder_film or ():
+            nn.init.zeros_(film.weight)  # identity at start: weights saved without FiLM load unchanged
+            nn.init.zeros_(film.bias)
         self.head = UnetOutBlock(spatial_dims, channels[0], out_channels)
         self.mask_weight = nn.Parameter(torch.tensor(2.0)) if mask_skip else None
 
@@ -154,8 +168,13 @@ class TopoRefineNet(nn.Module):
         context = text_embedding.to(x.dtype)
         for block in self.fusion:
             x = block(x, context)
-        for block, skip in zip(self.decoder, reversed(skips[:-1]), strict=True):
+        pooled = context.mean(dim=1) if context.ndim == 3 else context
+        for level, (block, skip) in enumerate(zip(self.decoder, reversed(skips[:-1]), strict=True)):
             x = block(x, skip)
+            if self.decoder_film is not None:
+                gamma, beta = self.decoder_film[level](pooled).chunk(2, dim=1)
+                shape = (*gamma.shape, *(1,) * self.spatial_dims)
+                x = x * (1 + gamma.view(shape)) + beta.view(shape)
         logits = self.head(x)
         crop = (slice(None), slice(None)) + tuple(slice(0, s) for s in size)
         logits = logits[crop]

@@ -84,6 +84,10 @@ def load_net_weights(net: torch.nn.Module, path: str | Path, exclude: tuple[str,
     exclude = tuple(str(e) for e in exclude)
     state = {k: v for k, v in state.items() if not k.startswith(exclude)} if exclude else state
     state = widen_input_channels(state, net)
+    # the decoder's FiLM starts as the identity (zero-initialised): weights saved without it load unchanged
+    identity_init = ("decoder_film.",)
+    if not any(k.startswith(identity_init) for k in state):
+        state = {**{k: v for k, v in net.state_dict().items() if k.startswith(identity_init)}, **state}
     try:
         if exclude:
             state = {**{k: v for k, v in net.state_dict().items() if k.startswith(exclude)}, **state}
@@ -110,19 +114,23 @@ def refiner_settings(cfg: DictConfig) -> dict[str, Any]:
 
 
 def module_defaults(cfg: DictConfig) -> dict[str, Any]:
-    """``model.<argument>`` -> default of the model class's plain arguments (numbers, flags, strings): a run
-    recorded before an argument existed resumes when the argument is left at its default
-    (:func:`~neurorefiner.training.run_settings.differences`)."""
+    """``model.<argument>`` -> default of the model class's plain arguments (numbers, flags, strings), and
+    ``model.net.<argument>`` likewise for the network's class: a run recorded before an argument existed
+    resumes when the argument is left at its default (:func:`~neurorefiner.training.run_settings.differences`)."""
     import inspect
 
     from hydra.utils import get_class
 
-    target = cfg.model.get("_target_")
-    if not target:
-        return {}
-    params = inspect.signature(get_class(target).__init__).parameters.values()
-    return {f"model.{p.name}": p.default for p in params
-            if isinstance(p.default, bool | int | float | str) and p.default is not inspect.Parameter.empty}
+    out: dict[str, Any] = {}
+    net = cfg.model.get("net")
+    for prefix, node in (("model", cfg.model), ("model.net", net if isinstance(net, DictConfig) else None)):
+        target = node.get("_target_") if node is not None else None
+        if not target:
+            continue
+        params = inspect.signature(get_class(target).__init__).parameters.values()
+        out.update({f"{prefix}.{p.name}": p.default for p in params
+                    if isinstance(p.default, bool | int | float | str) and p.default is not inspect.Parameter.empty})
+    return out
 
 
 def train_refiner(cfg: DictConfig) -> dict[str, float]:

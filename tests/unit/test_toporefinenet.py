@@ -135,3 +135,38 @@ def test_init_can_leave_the_fusion_fresh(tmp_path):
     state = adaln.state_dict()
     assert all(torch.equal(state[k], v) for k, v in fresh.items())
     assert torch.equal(state["encoder.0.conv1.conv.weight"], cab.state_dict()["encoder.0.conv1.conv.weight"])
+
+
+def test_decoder_film_starts_as_the_identity_and_lets_the_text_reach_full_resolution(tmp_path):
+    """text_film: weights saved without it load unchanged (same output); once trained, the instruction changes
+    the full-resolution features even with the bottleneck's fusion taken out of the picture."""
+    from neurorefiner.training.refiner import load_net_weights
+
+    torch.manual_seed(0)
+    old = TopoRefineNet(channels=(4, 8), text_dim=3, region_channel=True).eval()
+    path = tmp_path / "old.ckpt"
+    torch.save({"state_dict": {f"net.{k}": v for k, v in old.state_dict().items()}}, path)
+    film = TopoRefineNet(channels=(4, 8), text_dim=3, region_channel=True, text_film=True).eval()
+    load_net_weights(film, path)
+    x, m, r = torch.rand(1, 1, 4, 8, 8), torch.zeros(1, 1, 4, 8, 8), torch.ones(1, 1, 4, 8, 8)
+    t1, t2 = torch.tensor([[1.0, 0.0, 0.0]]), torch.tensor([[0.0, 1.0, 0.0]])
+    assert torch.allclose(film(x, m, t1, region=r), old(x, m, t1, region=r), atol=1e-6)
+    with torch.no_grad():
+        film.fusion[0].forward = lambda feat, context: feat  # the bottleneck ignores the text
+        assert torch.allclose(film(x, m, t1, region=r), film(x, m, t2, region=r))
+        film.decoder_film[-1].weight.normal_()
+        assert not torch.allclose(film(x, m, t1, region=r), film(x, m, t2, region=r))
+        tokens = torch.stack([t1, t1], dim=1)  # (B, L, d): averaged over the tokens
+        assert torch.allclose(film(x, m, tokens, region=r), film(x, m, t1, region=r), atol=1e-6)
+
+
+def test_a_run_recorded_before_a_network_option_existed_resumes_at_its_default() -> None:
+    from omegaconf import OmegaConf
+
+    from neurorefiner.training.refiner import module_defaults
+
+    cfg = OmegaConf.create({"model": {"_target_": "neurorefiner.models.refine_module.TopoRefineModule",
+                                      "net": {"_target_": "neurorefiner.models.toporefinenet.TopoRefineNet"}}})
+    defaults = module_defaults(cfg)
+    assert defaults["model.net.text_film"] is False and defaults["model.net.region_channel"] is False
+    assert defaults["model.negative_weight"] == 0.0
