@@ -2,7 +2,7 @@
 # The CPU budget run scored part-way, and the loss that prices unasked changes (README.md, "The CPU budget").
 # 1. Two forks of the budget run at 9,993 steps (checkpoints/resume/toporefinenet_stage1_budget/weights_9993.ckpt,
 #    weights only), 1,500 steps each on the stage-1 shards, constant lr 5e-4, fresh AdamW: `control` keeps the
-#    run's loss (residual, edit weight 10); `negative` adds negative_weight=10 (CE price of a change inside the
+#    run's loss (residual, edit weight 10); `film` / `faint_film` add the decoder FiLM (model.net.text_film); `negative` adds negative_weight=10 (CE price of a change inside the
 #    named region of a no-change sample) and batch_dice=true. Run side by side, one torch thread each.
 # 2. The training probe (neurorefiner.studies.editor_training_probe) on the same held-out defects: OP_6 and
 #    SYNTHETIC stacks, both DIADEM segmenters' OP_6 masks and both cwmbs_weak stand-ins' masks of the SYNTHETIC
@@ -42,10 +42,16 @@ done
 fork faint "stages.1.datamodule.shards=$PWD/data/cache/shards/stage1_faint"
 fork faint_negative "stages.1.datamodule.shards=$PWD/data/cache/shards/stage1_faint" model.negative_weight=10 \
   model.batch_dice=true
+# the instruction at every decoder level (model.net.text_film: FiLM, zero-initialised, so the forks start from the
+# same function as the others): the control's and the faint fork's settings otherwise, side by side
+fork film model.net.text_film=true &
+fork faint_film "stages.1.datamodule.shards=$PWD/data/cache/shards/stage1_faint" model.net.text_film=true &
+wait
 SCORE=(shipped_stage1=checkpoints/toporefinenet_stage1.ckpt shipped_two_stage=checkpoints/toporefinenet.ckpt
        budget_9993=$START control=$OUT/control/toporefinenet_stage1.ckpt
        negative=$OUT/negative/toporefinenet_stage1.ckpt faint=$OUT/faint/toporefinenet_stage1.ckpt
-       faint_negative=$OUT/faint_negative/toporefinenet_stage1.ckpt)
+       faint_negative=$OUT/faint_negative/toporefinenet_stage1.ckpt film=$OUT/film/toporefinenet_stage1.ckpt
+       faint_film=$OUT/faint_film/toporefinenet_stage1.ckpt)
 NOW=()
 [[ -n "${BUDGET:-}" ]] && SCORE+=("budget_now=$BUDGET") && NOW=(budget_now="${BUDGET_LABEL:-budget run, its latest last.ckpt (BUDGET=)}")
 [[ -n "${BUDGET_FAINT:-}" ]] && SCORE+=("budget_faint_now=$BUDGET_FAINT") &&
@@ -57,4 +63,6 @@ $PY experiments/toporefinenet/probe_table.py "$RESULTS" \
   budget_9993="budget run, 9,993 steps (3.0 CPU-h spent)" \
   control="+1,500 steps, same loss" negative="+1,500 steps, negative_weight 10 + batch Dice" \
   faint="+1,500 steps, same loss, half the breaks faint across the gap" \
-  faint_negative="+1,500 steps, faint breaks and priced unasked changes" "${NOW[@]}"
+  faint_negative="+1,500 steps, faint breaks and priced unasked changes" \
+  film="+1,500 steps, same loss, instruction at every decoder level (text_film)" \
+  faint_film="+1,500 steps, faint breaks, instruction at every decoder level (text_film)" "${NOW[@]}"
