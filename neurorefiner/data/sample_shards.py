@@ -162,9 +162,27 @@ def wrong_place(ins, avoid: np.ndarray, rng: np.random.Generator, tries: int = 4
     return None
 
 
-def instruction_for(sample: Mapping[str, Any], variant: str, rng: np.random.Generator, redescribe: bool = True):  # type: ignore[no-untyped-def]
+def opposite_of(correct: Any, rng: np.random.Generator, mixed: bool = False) -> Any:
+    """The opposite-operation hard negative of ``correct``. ``mixed``: a two-place instruction's opposite is,
+    half the time, the one-place form at one of its two places ("Remove noise from A to B" -> "Repair break at
+    A"). The describing functions write most removals with two places, so the one-place "Repair break at ..."
+    was almost never a negative (1% of samples against 13% as a correct instruction): a network learned that
+    it always means "add here", and filled next to the noise it was told to repair (probe: opposite instructions
+    on noise left the block unchanged 5-20% of the time)."""
+    from neurorefiner.topology.instructions import Instruction
+
+    opposite = correct.opposite()
+    if not mixed or opposite.end is None or rng.random() < 0.5:
+        return opposite
+    at = opposite.start if rng.random() < 0.5 else opposite.end
+    return Instruction("repair" if opposite.op == "connect" else opposite.op, at)
+
+
+def instruction_for(sample: Mapping[str, Any], variant: str, rng: np.random.Generator, redescribe: bool = True,
+                    mixed_opposites: bool = False):  # type: ignore[no-untyped-def]
     """(instruction, target) of one stored sample under ``variant``; the target of a hard negative is the
-    input mask. A wrong place that cannot be found leaves the sample correct."""
+    input mask. A wrong place that cannot be found leaves the sample correct. ``mixed_opposites``: see
+    :func:`opposite_of`."""
     from neurorefiner.topology.instructions import parse_instruction
 
     mask, target, change = sample["mask"], sample["target"], sample["change"]
@@ -173,7 +191,7 @@ def instruction_for(sample: Mapping[str, Any], variant: str, rng: np.random.Gene
     else:
         correct = parse_instruction(sample["instruction"])
     if variant == "opposite":
-        return correct.opposite(), mask
+        return opposite_of(correct, rng, mixed_opposites), mask
     if variant == "wrong_place":
         avoid = ndimage.binary_dilation(mask ^ target, _CUBE, iterations=2)
         other = wrong_place(correct, avoid, rng)
@@ -303,10 +321,15 @@ class ShardDataset(Dataset):
     each instruction anew from the stored change with today's describing functions (default), else read
     the stored text (mirrored with the flips). ``variants``: None = the stored variant of each sample, else
     the variants to keep (e.g. ``["correct"]``). ``length``: items per epoch (None = every sample once).
+    ``fresh_variants``: draw each read's variant anew with the shares the shards were made with, so one image
+    is seen over the epochs with its correct instruction and with its hard negatives: only the text then tells
+    an edit from none (a stored variant lets the network tie "no change" to the image). ``mixed_opposites``:
+    see :func:`opposite_of`.
     """
 
     def __init__(self, root: str | Path, augment: bool = True, redescribe: bool = True,
-                 variants: Sequence[str] | None = None, length: int | None = None, seed: int | None = None):
+                 variants: Sequence[str] | None = None, length: int | None = None, seed: int | None = None,
+                 fresh_variants: bool = False, mixed_opposites: bool = False):
         root = Path(root)
         path = root / MANIFEST
         if not path.exists():
@@ -329,6 +352,12 @@ class ShardDataset(Dataset):
         if not self.index:
             raise InputError(f"no samples of variants {sorted(keep or [])} in these shards", root)
         self.length = len(self.index) if length is None else int(length)
+        self.mixed_opposites = bool(mixed_opposites)
+        self.variant_shares: dict[str, float] | None = None
+        if fresh_variants:
+            made = root / "settings.json"
+            shares = json.loads(made.read_text()).get("variant_shares") if made.exists() else None
+            self.variant_shares = dict(shares or ShardSettings().variant_shares)
 
     def __len__(self) -> int:
         return self.length
@@ -364,7 +393,9 @@ class ShardDataset(Dataset):
                     rec[k] = np.ascontiguousarray(np.flip(rec[k], axis=axes))
                 if not self.redescribe and rec.get("instruction"):
                     rec["instruction"] = parse_instruction(rec["instruction"]).flipped(axes).format()
-        ins, target = instruction_for(rec, rec["variant"], rng, self.redescribe)
+        if self.variant_shares is not None:
+            rec["variant"] = _draw(rng, self.variant_shares)
+        ins, target = instruction_for(rec, rec["variant"], rng, self.redescribe, self.mixed_opposites)
         return {"image": rec["image"], "mask": rec["mask"], "target": target, "region": ins.region(self.size),
                 "instruction": ins.format(), "variant": rec["variant"], "op": rec["op"], "kind": rec["kind"]}
 

@@ -331,3 +331,39 @@ def test_faint_gap_shards_dim_breaks_and_old_folders_keep_their_stamp() -> None:
     assert "faint_gap" not in plain.stamp() and faint.stamp()["faint_gap"] == 1.0
     with pytest.raises(ValueError, match="faint"):
         _settings(faint_gap=2.0)
+
+
+def test_mixed_opposites_name_one_of_the_two_places_with_the_opposite_operation() -> None:
+    """A two-place instruction's opposite is sometimes the one-place form: "Remove noise from A to B" is also
+    countered by "Repair break at A" (before, a one-place repair was almost never a hard negative)."""
+    from neurorefiner.data.sample_shards import opposite_of
+    from neurorefiner.topology.instructions import Instruction
+
+    remove = Instruction("remove", "top-left-rear", "bottom-left-front")
+    plain = {opposite_of(remove, np.random.default_rng(i)) for i in range(20)}
+    assert plain == {remove.opposite()}
+    mixed = {opposite_of(remove, np.random.default_rng(i), mixed=True) for i in range(60)}
+    ends = {Instruction("repair", "top-left-rear"), Instruction("repair", "bottom-left-front")}
+    assert mixed == {remove.opposite(), *ends}
+    connect = Instruction("connect", "top-left-rear", "bottom-left-front")
+    assert {opposite_of(connect, np.random.default_rng(i), mixed=True).op for i in range(60)} == {"remove"}
+    one = Instruction("repair", "center-center-center")
+    assert {opposite_of(one, np.random.default_rng(i), mixed=True) for i in range(20)} == {one.opposite()}
+
+
+def test_fresh_variants_show_one_image_with_its_edit_and_with_a_negative(shards: Path) -> None:
+    stored = ShardDataset(shards / "train", augment=False)
+    fresh = ShardDataset(shards / "train", augment=False, fresh_variants=True, mixed_opposites=True)
+    i = next(i for i in range(len(stored)) if stored.meta[i]["variant"] == "correct")
+    rng = np.random.default_rng(0)
+    assert {stored.sample(i, rng)["variant"] for _ in range(30)} == {"correct"}
+    seen = {}
+    for _ in range(60):
+        s = fresh.sample(i, rng)
+        seen[s["variant"]] = s
+        assert (s["mask"] != s["target"]).any() == (s["variant"] == "correct")
+    assert {"correct", "opposite"} <= set(seen)
+    dm = Stage1DefectDataModule(dataset="unused", crop_size=CROP, batch_size=2, samples_per_epoch=4, val_samples=2,
+                                shards=str(shards), fresh_variants=True, mixed_opposites=True)
+    ds = dm.train_dataloader().dataset
+    assert ds.variant_shares == {"correct": 0.5, "wrong_place": 0.25, "opposite": 0.25} and ds.mixed_opposites

@@ -301,7 +301,8 @@ class Stage1DefectDataModule(L.LightningDataModule):
     disjoint across ranks, the same after a resume); None = only in a distributed run.
     ``shards``: a folder holding ``train/`` and ``val/`` sample shards (``neurorefiner make-shards``): training
     and validation items are then read from them (no volume is loaded, nothing is synthesised per step);
-    ``redescribe`` writes their instructions anew with today's describing functions.
+    ``redescribe`` writes their instructions anew with today's describing functions; ``fresh_variants`` and
+    ``mixed_opposites`` choose the hard negatives per read (:class:`~neurorefiner.data.sample_shards.ShardDataset`).
     """
 
     def __init__(self, dataset="tiny", crop_size: Sequence[int] = (32, 64, 64),  # type: ignore[no-untyped-def]
@@ -310,9 +311,10 @@ class Stage1DefectDataModule(L.LightningDataModule):
                  val_split: str | None = None, val_cases: int = 1, max_cases: int | None = None,
                  defects: DefectConfig | Mapping | None = None, min_foreground: int = 20,
                  distractor_prob: float = 0.0, keyed_sampling: bool | None = None, shards: str | None = None,
-                 redescribe: bool = True):
+                 redescribe: bool = True, fresh_variants: bool = False, mixed_opposites: bool = False):
         super().__init__()
         self.shards, self.redescribe = (str(shards) if shards else None), bool(redescribe)
+        self.fresh_variants, self.mixed_opposites = bool(fresh_variants), bool(mixed_opposites)
         if not 0.0 <= distractor_prob <= 1.0:
             raise ValueError(f"distractor_prob must be in [0, 1], got {distractor_prob}")
         self.keyed_sampling = keyed_sampling
@@ -368,7 +370,8 @@ class Stage1DefectDataModule(L.LightningDataModule):
             from neurorefiner.data.sample_shards import ShardDataset
 
             ds: Dataset = ShardDataset(Path(self.shards) / "train", augment=True, redescribe=self.redescribe,
-                                       length=self.samples_per_epoch)
+                                       length=self.samples_per_epoch, fresh_variants=self.fresh_variants,
+                                       mixed_opposites=self.mixed_opposites)
         else:
             ds = DefectSampleDataset(self.train_volumes, self.crop_size, self.samples_per_epoch, self.defects,
                                      seed=None, min_foreground=self.min_foreground,
