@@ -22,6 +22,18 @@ SETTINGS_FILE = "run_settings.json"
 # Keys that say where a cache lives, not what shapes the weights: the same run resumed from another checkout (a
 # committed resume point in a clean clone, CI's /check/...) has another absolute cache path and must not be refused.
 LOCATION_KEYS = frozenset({"cache_dir"})
+# The project's top-level folders: an absolute path through one of them names the same file in any checkout
+# ("/work/main/data/cache/shards/stage1" and "/check/work/main/data/cache/shards/stage1"), so a resume point copied
+# into another clone, as checkpoints/resume/*/README.md says to, compares by the part from the last of them on.
+PROJECT_FOLDERS = ("data", "checkpoints", "outputs")
+
+
+def _within_project(value: Any) -> Any:
+    """An absolute path through one of :data:`PROJECT_FOLDERS` as ``<project>/<folder>/...``; anything else as is."""
+    if not isinstance(value, str) or not value.startswith("/"):
+        return value
+    cut = max(value.rfind(f"/{folder}/") for folder in PROJECT_FOLDERS)
+    return f"<project>{value[cut:]}" if cut >= 0 else value
 
 
 def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -39,14 +51,16 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any],
 
     ``defaults`` (flattened key -> value) stands in for a key one side lacks: an option added to the code after
     a run was recorded is missing from its record, and at its default it trains the same weights as before.
-    Keys in :data:`LOCATION_KEYS` are left out on both sides."""
+    Keys in :data:`LOCATION_KEYS` are left out on both sides; paths inside the project compare by their part
+    from the project's folders on (:func:`_within_project`)."""
     a, b = _flat(without(old, set(LOCATION_KEYS))), _flat(without(new, set(LOCATION_KEYS)))
     d = dict(defaults or {})
 
     def value(side: dict[str, Any], k: str) -> Any:
         return side.get(k, d.get(k, "(unset)"))
 
-    return [f"{k}: {value(a, k)} -> {value(b, k)}" for k in sorted(set(a) | set(b)) if value(a, k) != value(b, k)]
+    return [f"{k}: {value(a, k)} -> {value(b, k)}" for k in sorted(set(a) | set(b))
+            if _within_project(value(a, k)) != _within_project(value(b, k))]
 
 
 def without(tree: Any, drop: set[str]) -> Any:

@@ -201,11 +201,9 @@ def test_the_committed_budget_run_resumes_under_today_s_config(monkeypatch) -> N
     cfg = _compose(["experiment=toporefinenet_cpu_budget"], monkeypatch)
     now = json.loads(json.dumps(refiner_settings(cfg), default=str))
     old = json.loads(record.read_text())
-    # the paths in the record are the machine's where it ran: compare what shapes the weights
-    for tree in (now, old):
-        tree["node"]["datamodule"].pop("shards", None)
-        tree["node"].pop("init_from", None)
-        tree["node"]["datamodule"]["dataset"].pop("root", None)
+    # the record names the machine's paths where it ran; in another checkout (CI's /check/...) it is the same run
     assert differences(old, now, module_defaults(cfg)) == []
+    elsewhere = json.loads(json.dumps(old).replace("/work/main/", "/somewhere/else/neurorefiner/"))
+    assert differences(elsewhere, now, module_defaults(cfg)) == []
     changed = differences(old, {**now, "model": {**now["model"], "negative_weight": 10.0}}, module_defaults(cfg))
     assert changed == ["model.negative_weight: 0.0 -> 10.0"]

@@ -51,3 +51,17 @@ def test_a_cache_folder_elsewhere_is_not_another_run() -> None:
     assert differences(old, new) == []
     assert differences(old, {"text_encoder": {**new["text_encoder"], "name": "qwen"}}) == [
         "text_encoder.name: minilm -> qwen"]
+
+
+def test_a_resume_point_copied_into_another_checkout_is_the_same_run() -> None:
+    """checkpoints/resume/*/README.md says to copy the folder into a fresh clone to resume: its record names the
+    data, shards and start weights by the absolute paths of the machine it ran on, which are not another run."""
+    old = {"node": {"shards": "/work/main/data/cache/shards/stage1", "init_from": "/work/main/checkpoints/a.ckpt",
+                    "root": "/work/main/data/diadem_op"}}
+    new = {"node": {"shards": "/check/work/main/data/cache/shards/stage1",
+                    "init_from": "/check/work/main/checkpoints/a.ckpt", "root": "/check/work/main/data/diadem_op"}}
+    assert differences(old, new) == []
+    other = {"node": {**new["node"], "shards": "/check/work/main/data/cache/shards/stage1_faint"}}
+    assert differences(old, other) == ["node.shards: /work/main/data/cache/shards/stage1 -> "
+                                       "/check/work/main/data/cache/shards/stage1_faint"]
+    assert differences({"p": "/a/b"}, {"p": "/c/b"}) == ["p: /a/b -> /c/b"]  # outside the project: compared whole
