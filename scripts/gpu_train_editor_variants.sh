@@ -96,7 +96,7 @@ for V in $VARIANTS; do
   mkdir -p "$WORK/$V"
   env "${COMMON_ENV[@]}" OUT="$WORK/$V/out" LOG_ROOT="$WORK/$V/logs" SHARDS="$SHARDS" SHARDS_READY=1 \
     INIT_MASKS="$INIT_MASKS" DATASET="$DATASET" SEGMENTERS="$SEGMENTERS" N1="$N1" N2="$N2" ONE_STAGE=$ONE \
-    LOSS="$LOSS" EXTRA="$COMMON_EXTRA ${EXTRA[$V]}" PY="$PY" \
+    LOSS="$LOSS" ARCH="" EXTRA="$COMMON_EXTRA ${EXTRA[$V]}" PY="$PY" \
     timeout "$RUN_LIMIT" bash scripts/gpu_train_toporefinenet.sh > "$WORK/$V/stdout.log" 2>&1 &
   pids+=($!)
   sleep 2

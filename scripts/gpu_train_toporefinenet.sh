@@ -31,7 +31,9 @@
 #   PY (python3), EXTRA (more Hydra overrides for both stages); the data engine: DATASET (diadem), SEGMENTERS
 #   ("unet3d nnunet_style"), N1 / N2 (4096 / 3072 training samples), NVAL (256), SHARDS (/tmp/nr_shards),
 #   SHARD_WORKERS (all cores), MAKE_MASKS (1: make missing segmenter masks first); LOSS (Hydra overrides of
-#   the loss, the probes' choice by default: experiments/toporefinenet/loss_probe.md); for several runs side by side
+#   the loss, the probes' choice by default: experiments/toporefinenet/loss_probe.md), ARCH (network overrides:
+#   the instruction at every decoder level by default; "" = the paper's network), FAINT_GAP (share of stage-1
+#   breaks made faint across the gap, 0.5; experiments/toporefinenet/README.md); for several runs side by side
 #   (scripts/gpu_train_editor_variants.sh): SHARDS_READY=1 (the shards exist: skip making them), LOG_ROOT (this
 #   run's own paths.log_dir, so runs started in the same second never share a Hydra folder), ONE_STAGE=1 (no
 #   stage 1: stage 2 from scratch on the mined samples alone for TIME1 + TIME2, Table 6's one-stage row).
@@ -69,6 +71,7 @@ N1=${N1:-4096}; N2=${N2:-3072}; NVAL=${NVAL:-256}; SHARDS=${SHARDS:-/tmp/nr_shar
 SHARD_WORKERS=${SHARD_WORKERS:-$(nproc)}; MAKE_MASKS=${MAKE_MASKS:-1}
 SHARDS_READY=${SHARDS_READY:-0}; ONE_STAGE=${ONE_STAGE:-0}; LOG_ROOT=${LOG_ROOT:-$ROOT/outputs}
 LOSS=${LOSS:-model.residual=true model.edit_weight=10.0 model.swap_instruction_prob=0.0}
+ARCH=${ARCH-model.net.text_film=true}; FAINT_GAP=${FAINT_GAP:-0.5}
 mkdir -p "$OUT"
 export PROJECT_ROOT=$ROOT HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline PYTHONUNBUFFERED=1
 if [[ -d .gpu_deps/site ]]; then
@@ -103,9 +106,10 @@ for S in $SEGMENTERS; do
   fi
 done
 shards() {  # stage, part, n, seed
+  local faint=(); [[ "$1" == 1 ]] && faint=(--faint-gap "$FAINT_GAP")
   "${NR[@]}" make-shards --stage "$1" --part "$2" --n "$3" --seed "$4" --dataset "$DATASET" --crop "$CROP_CSV" \
     --workers "$SHARD_WORKERS" --shard-size 128 --out "$SHARDS/stage$1/$2" --init-masks-root "$INIT_MASKS" \
-    "${SEG_ARGS[@]}" 2>&1 | tail -n 1 | tee -a "$LOG"
+    "${SEG_ARGS[@]}" "${faint[@]}" 2>&1 | tail -n 1 | tee -a "$LOG"
 }
 HAVE2=no
 if [[ "$SHARDS_READY" == 1 ]]; then
@@ -134,7 +138,7 @@ mapfile -t KNOBS2 < <(knobs 2)
 # shellcheck disable=SC2206
 EXTRA_ARGS=($EXTRA)
 # shellcheck disable=SC2206
-LOSS_ARGS=($LOSS)
+LOSS_ARGS=($LOSS $ARCH)
 CMD1=($PY train.py experiment=paper_scale_toporefinenet_stage1 "dataset=$DATASET" "${COMMON[@]}" ${KNOBS1[@]+"${KNOBS1[@]}"}
       "stages.1.datamodule.shards=$SHARDS/stage1" "${LOSS_ARGS[@]}"
       "+trainer.max_time=$TIME1" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"})
@@ -178,7 +182,7 @@ CARD_ARGS=()
 [[ "$ONE_STAGE" != 1 ]] && CARD_ARGS+=(--stage1 paper_scale_toporefinenet_stage1)
 [[ "$RAN2" == yes ]] && CARD_ARGS+=(--stage2 paper_scale_toporefinenet_stage2)
 "${NR[@]}" refiner-card --src "$OUT" "${CARD_ARGS[@]}" --name toporefinenet_gpu --dst "$OUT/cards" \
-  --data "sample shards of $DATASET (stage 1: synthetic defects in the training cases' gold; stage 2: the errors of $SEGMENTERS on the training cases), $N1 / $N2 samples at $CROP_SHOWN; loss: $LOSS" \
+  --data "sample shards of $DATASET (stage 1: synthetic defects in the training cases' gold; stage 2: the errors of $SEGMENTERS on the training cases), $N1 / $N2 samples at $CROP_SHOWN, stage-1 faint-gap share $FAINT_GAP; loss: $LOSS; network: ${ARCH:-the paper's}" \
   --machine "$DEVICE, $PRECISION" --provenance "scripts/gpu_train_toporefinenet.sh" 2>&1 | tail -n 2 | tee -a "$LOG" \
   || echo "card failed (see train.log)" | tee -a "$LOG"
 # logs travel as one archive: the device run returns at most 8 files
@@ -197,7 +201,7 @@ tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"
   echo "Data ($DATASET): stage 1 = $N1 synthetic defects (connect / remove / cut, with wrong-place and opposite"
   echo "hard negatives) in the gold of the training cases; stage 2 = $N2 errors of the segmenters ($SEGMENTERS)"
   echo "on the training cases ($HAVE2); validation on the held-out case(s); DIADEM OP_7-OP_9 never used. Stage 2: $RAN2."
-  echo "Crops (z, y, x) $CROP_SHOWN, batch $BATCH_SHOWN, CPU-size network (conf/model/toporefinenet.yaml), loss: $LOSS."
+  echo "Crops (z, y, x) $CROP_SHOWN, batch $BATCH_SHOWN, CPU-size network (conf/model/toporefinenet.yaml; ${ARCH:-as the paper}), loss: $LOSS, stage-1 faint-gap share $FAINT_GAP."
   echo
   echo "## Commands"
   echo '```'
