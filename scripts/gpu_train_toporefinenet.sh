@@ -182,7 +182,7 @@ CARD_ARGS=()
 [[ "$ONE_STAGE" != 1 ]] && CARD_ARGS+=(--stage1 paper_scale_toporefinenet_stage1)
 [[ "$RAN2" == yes ]] && CARD_ARGS+=(--stage2 paper_scale_toporefinenet_stage2)
 "${NR[@]}" refiner-card --src "$OUT" "${CARD_ARGS[@]}" --name toporefinenet_gpu --dst "$OUT/cards" \
-  --data "sample shards of $DATASET (stage 1: synthetic defects in the training cases' gold; stage 2: the errors of $SEGMENTERS on the training cases), $N1 / $N2 samples at $CROP_SHOWN, stage-1 faint-gap share $FAINT_GAP; loss: $LOSS; network: ${ARCH:-the paper's}" \
+  --data "sample shards of $DATASET (stage 1: synthetic defects in the training cases' gold; stage 2: the errors of $SEGMENTERS on the training cases), $N1 / $N2 samples at $CROP_SHOWN, stage-1 faint-gap share $FAINT_GAP; loss: $LOSS; network: ${ARCH:-as the paper}" \
   --machine "$DEVICE, $PRECISION" --provenance "scripts/gpu_train_toporefinenet.sh" 2>&1 | tail -n 2 | tee -a "$LOG" \
   || echo "card failed (see train.log)" | tee -a "$LOG"
 # logs travel as one archive: the device run returns at most 8 files
