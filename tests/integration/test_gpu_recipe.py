@@ -33,6 +33,11 @@ def test_gpu_recipe_runs_tiny_on_cpu(tmp_path: Path) -> None:
     assert "Stage 2: yes" in card and "stages.1.datamodule.shards=" in card
     for stage in (1, 2):
         assert (tmp_path / "shards" / f"stage{stage}" / "train" / "manifest.json").exists()
+    # the CPU runs' findings: faint gaps in the stage-1 breaks, the instruction at every decoder level
+    import json
+
+    made = json.loads((tmp_path / "shards" / "stage1" / "train" / "settings.json").read_text())
+    assert made["faint_gap"] == 0.5 and "model.net.text_film=true" in card
 
 
 @pytest.mark.slow
