@@ -109,6 +109,9 @@ class TopoRefineModule(L.LightningModule):
             for no change has an empty target, and (with ``residual``) its Dice is ~1 whatever the network
             changes: the hard negatives then teach through the CE alone. Over the batch, a negative's
             changes enlarge the batch's denominator and cost Dice.
+        gate_weight: weight of the binary cross-entropy of the network's edit gate (``net.edit_gate``, when it
+            has one) against whether the sample asks for any change at all: the block-level decision a
+            voxel-wise loss prices only by the few voxels an unasked change touches.
         cosine: cosine-anneal the learning rate over ``trainer.max_steps`` when that is set.
         net_config, text_encoder_config: the Hydra nodes of both, stored in the checkpoint so that
             :class:`~neurorefiner.inference.refiner.TopoRefiner` can rebuild the model from the file alone.
@@ -119,7 +122,8 @@ class TopoRefineModule(L.LightningModule):
                  optimizer: Callable[..., torch.optim.Optimizer] | None = None, lr: float | None = None,
                  ce_weight: float = 1.0, dice_weight: float = 1.0, swap_instruction_prob: float = 0.25,
                  edit_weight: float = 0.0, residual: bool = False, cldice_weight: float = 0.0,
-                 negative_weight: float = 0.0, batch_dice: bool = False, cosine: bool = True,
+                 negative_weight: float = 0.0, batch_dice: bool = False, gate_weight: float = 1.0,
+                 cosine: bool = True,
                  net_config: dict | None = None, text_encoder_config: dict | None = None,
                  stage: int | None = None) -> None:
         super().__init__()
@@ -207,6 +211,11 @@ class TopoRefineModule(L.LightningModule):
                 asks_nothing = ~edit.flatten(1).any(1)
                 weight = weight + wn * (region.bool()[:, 0] & asks_nothing.view(-1, *([1] * (edit.ndim - 1))))
             loss = loss + (ce * weight).float().mean()
+        gate = getattr(self.net, "last_gate_logit", None)
+        if gate is not None and float(self.hparams.get("gate_weight", 1.0)) > 0:
+            asks = (mask.bool() ^ target.bool()).flatten(1).any(1).float()
+            loss = loss + float(self.hparams.get("gate_weight", 1.0)) * F.binary_cross_entropy_with_logits(
+                gate.float(), asks)
         return loss
 
     # -- Lightning -----------------------------------------------------------------------------------------

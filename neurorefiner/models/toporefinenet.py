@@ -20,7 +20,14 @@ from weights without it computes what it did before. The bottleneck is the only 
 meets the image, and the skip connections carry image-only features around it to full resolution: CPU
 runs learned to fill a break whatever the instruction said (an "opposite" instruction left a break block
 unchanged 4-50% of the time), the trade-off moved by loss weights but never off its line. FiLM lets the
-operation switch the full-resolution features that make an edit.
+operation switch the full-resolution features that make an edit. (5) Optionally (``edit_gate``, beyond the
+paper) a block-level decision whether the instruction applies at all: a small head on the pooled bottleneck
+(after the fusion, so it has read the text) gives one probability per block that multiplies every voxel's
+probability of change. FiLM taught the network to follow the verb -- told "Repair break at X" next to noise it
+adds voxels, told to remove at a break it removes -- but not to leave a block alone where the named defect is
+not there; that is one yes/no per block, which a voxel-wise loss prices by the few voxels at stake. The head is
+trained by its own loss (``TopoRefineModule``) on whether the sample asks for any change, and starts open
+(probability ~1), so weights saved without it load nearly unchanged.
 """
 
 from __future__ import annotations
@@ -33,6 +40,20 @@ from monai.networks.blocks.dynunet_block import UnetOutBlock, UnetResBlock, Unet
 from torch import nn
 
 from neurorefiner.models.fusion import build_fusion
+
+GATE_OPEN_LOGIT = 6.0  # the edit gate's starting logit: probability 0.9975, the network as it was
+
+
+def gated_logits(logits: torch.Tensor, mask: torch.Tensor, gate_logit: torch.Tensor) -> torch.Tensor:
+    """Two-channel logits whose foreground probability is the input mask changed with probability
+    ``sigmoid(gate) * P(change)``: the gate can only take changes back, never make one."""
+    fg = logits[:, 1:2] - logits[:, 0:1] if logits.shape[1] == 2 else logits[:, 0:1]
+    p = torch.sigmoid(fg)
+    keep = mask > 0.5
+    change = torch.where(keep, 1 - p, p) * torch.sigmoid(gate_logit).view(-1, *([1] * (logits.ndim - 1)))
+    p = torch.where(keep, 1 - change, change).clamp(1e-6, 1 - 1e-6)
+    z = torch.log(p) - torch.log1p(-p)
+    return torch.cat([-z / 2, z / 2], dim=1) if logits.shape[1] == 2 else z
 
 
 class TopoRefineNet(nn.Module):
@@ -54,13 +75,15 @@ class TopoRefineNet(nn.Module):
             (``forward(..., region=)``); ``in_channels`` still counts [image; mask] only.
         text_film: scale and shift each decoder level's features by a zero-initialised linear map of the
             (token-averaged) text embedding; see the module docstring.
+        edit_gate: a block-level "does the instruction apply here" head whose probability scales the change;
+            its logit of the last forward pass is kept in ``last_gate_logit`` for the training loss.
     """
 
     def __init__(self, spatial_dims: int = 3, in_channels: int = 2, out_channels: int = 2,
                  channels: Sequence[int] = (8, 16, 32, 64), text_dim: int = 384, fusion: str = "cab",
                  fusion_kwargs: dict | None = None, fusion_depth: int = 1, norm_name: str = "instance",
                  position_embedding: bool = True, mask_skip: bool = True, region_channel: bool = False,
-                 text_film: bool = False) -> None:
+                 text_film: bool = False, edit_gate: bool = False) -> None:
         super().__init__()
         channels = tuple(int(c) for c in channels)
         if spatial_dims not in (2, 3):
@@ -103,6 +126,12 @@ class TopoRefineNet(nn.Module):
         for film in self.decoder_film or ():
             nn.init.zeros_(film.weight)  # identity at start: weights saved without FiLM load unchanged
             nn.init.zeros_(film.bias)
+        self.edit_gate = None
+        if edit_gate:
+            self.edit_gate = nn.Sequential(nn.Linear(2 * deep, deep), nn.GELU(), nn.Linear(deep, 1))
+            nn.init.zeros_(self.edit_gate[-1].weight)
+            nn.init.constant_(self.edit_gate[-1].bias, GATE_OPEN_LOGIT)
+        self.last_gate_logit: torch.Tensor | None = None
         self.head = UnetOutBlock(spatial_dims, channels[0], out_channels)
         self.mask_weight = nn.Parameter(torch.tensor(2.0)) if mask_skip else None
 
@@ -168,6 +197,10 @@ class TopoRefineNet(nn.Module):
         context = text_embedding.to(x.dtype)
         for block in self.fusion:
             x = block(x, context)
+        gate = None
+        if self.edit_gate is not None:
+            gate = self.edit_gate(torch.cat([x.flatten(2).mean(-1), x.flatten(2).amax(-1)], dim=1))  # (B, 1)
+            self.last_gate_logit = gate[:, 0]
         pooled = context.mean(dim=1) if context.ndim == 3 else context
         for level, (block, skip) in enumerate(zip(self.decoder, reversed(skips[:-1]), strict=True)):
             x = block(x, skip)
@@ -184,6 +217,8 @@ class TopoRefineNet(nn.Module):
                 logits = logits + torch.cat([-prior / 2, prior / 2], dim=1)
             else:
                 logits = logits + prior
+        if gate is not None:
+            logits = gated_logits(logits, mask, gate)
         return logits
 
     @staticmethod

@@ -84,10 +84,11 @@ def load_net_weights(net: torch.nn.Module, path: str | Path, exclude: tuple[str,
     exclude = tuple(str(e) for e in exclude)
     state = {k: v for k, v in state.items() if not k.startswith(exclude)} if exclude else state
     state = widen_input_channels(state, net)
-    # the decoder's FiLM starts as the identity (zero-initialised): weights saved without it load unchanged
-    identity_init = ("decoder_film.",)
-    if not any(k.startswith(identity_init) for k in state):
-        state = {**{k: v for k, v in net.state_dict().items() if k.startswith(identity_init)}, **state}
+    # the decoder's FiLM starts as the identity and the edit gate open: weights saved without them load unchanged
+    identity_init = ("decoder_film.", "edit_gate.")
+    for prefix in identity_init:
+        if not any(k.startswith(prefix) for k in state):
+            state = {**{k: v for k, v in net.state_dict().items() if k.startswith(prefix)}, **state}
     try:
         if exclude:
             state = {**{k: v for k, v in net.state_dict().items() if k.startswith(exclude)}, **state}

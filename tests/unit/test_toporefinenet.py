@@ -170,3 +170,51 @@ def test_a_run_recorded_before_a_network_option_existed_resumes_at_its_default()
     defaults = module_defaults(cfg)
     assert defaults["model.net.text_film"] is False and defaults["model.net.region_channel"] is False
     assert defaults["model.negative_weight"] == 0.0
+
+
+def test_edit_gate_only_takes_changes_back_and_starts_open(tmp_path):
+    """edit_gate: closed, the output is the input mask; open, the network's own output; never a change the
+    network did not propose. Weights saved without it load with the gate open."""
+    from neurorefiner.models.toporefinenet import gated_logits
+    from neurorefiner.training.refiner import load_net_weights
+
+    torch.manual_seed(0)
+    logits = torch.randn(2, 2, 4, 8, 8) * 3
+    mask = (torch.rand(2, 1, 4, 8, 8) > 0.5).float()
+    p = TopoRefineNet.probabilities(logits)
+    closed = TopoRefineNet.probabilities(gated_logits(logits, mask, torch.tensor([[-30.0], [-30.0]])))
+    assert torch.allclose(closed, mask, atol=1e-4)
+    wide = TopoRefineNet.probabilities(gated_logits(logits, mask, torch.tensor([[30.0], [30.0]])))
+    assert torch.allclose(wide, p, atol=1e-4)
+    half = TopoRefineNet.probabilities(gated_logits(logits, mask, torch.tensor([[0.0], [0.0]])))
+    change, half_change = (p - mask).abs(), (half - mask).abs()
+    assert torch.allclose(half_change, change / 2, atol=1e-4)
+
+    old = TopoRefineNet(channels=(4, 8), text_dim=3, region_channel=True).eval()
+    path = tmp_path / "old.ckpt"
+    torch.save({"state_dict": {f"net.{k}": v for k, v in old.state_dict().items()}}, path)
+    gated = TopoRefineNet(channels=(4, 8), text_dim=3, region_channel=True, edit_gate=True).eval()
+    load_net_weights(gated, path)
+    x, m, r, t = torch.rand(1, 1, 4, 8, 8), torch.zeros(1, 1, 4, 8, 8), torch.ones(1, 1, 4, 8, 8), torch.rand(1, 3)
+    before, after = TopoRefineNet.probabilities(old(x, m, t, region=r)), TopoRefineNet.probabilities(
+        gated(x, m, t, region=r))
+    assert (after <= before + 1e-6).all() and torch.allclose(after, before, atol=0.01)
+    assert gated.last_gate_logit.shape == (1,)
+
+
+def test_edit_gate_learns_from_its_own_loss() -> None:
+    from neurorefiner.models.refine_module import TopoRefineModule
+
+    torch.manual_seed(0)
+    net = TopoRefineNet(channels=(4, 8), text_dim=3, edit_gate=True)
+    module = TopoRefineModule(net, residual=True, gate_weight=1.0)
+    image, mask = torch.rand(2, 1, 4, 8, 8), torch.zeros(2, 1, 4, 8, 8)
+    target = mask.clone()
+    target[0, 0, 1, 2:5, 2:5] = 1  # the first sample asks for a change, the second for none
+    logits = net(image, mask, torch.rand(2, 3))
+    with_gate = module._loss(logits, target, mask)
+    module.hparams["gate_weight"] = 0.0
+    assert float(with_gate) > float(module._loss(logits, target, mask))
+    module.hparams["gate_weight"] = 1.0
+    with_gate.backward()
+    assert net.edit_gate[-1].weight.grad.abs().sum() > 0
