@@ -50,12 +50,16 @@ wait
 # faint_film with each read's hard negative drawn anew and one-place opposites (fresh_variants, mixed_opposites)
 fork faint_film_paired "stages.1.datamodule.shards=$PWD/data/cache/shards/stage1_faint" model.net.text_film=true \
   +stages.1.datamodule.fresh_variants=true +stages.1.datamodule.mixed_opposites=true
+# faint_film with the block-level edit gate (model.net.edit_gate: "does the instruction apply here", its own BCE)
+fork faint_film_gate "stages.1.datamodule.shards=$PWD/data/cache/shards/stage1_faint" model.net.text_film=true \
+  model.net.edit_gate=true
 SCORE=(shipped_stage1=checkpoints/toporefinenet_stage1.ckpt shipped_two_stage=checkpoints/toporefinenet.ckpt
        budget_9993=$START control=$OUT/control/toporefinenet_stage1.ckpt
        negative=$OUT/negative/toporefinenet_stage1.ckpt faint=$OUT/faint/toporefinenet_stage1.ckpt
        faint_negative=$OUT/faint_negative/toporefinenet_stage1.ckpt film=$OUT/film/toporefinenet_stage1.ckpt
        faint_film=$OUT/faint_film/toporefinenet_stage1.ckpt
-       faint_film_paired=$OUT/faint_film_paired/toporefinenet_stage1.ckpt)
+       faint_film_paired=$OUT/faint_film_paired/toporefinenet_stage1.ckpt
+       faint_film_gate=$OUT/faint_film_gate/toporefinenet_stage1.ckpt)
 NOW=()
 [[ -n "${BUDGET:-}" ]] && SCORE+=("budget_now=$BUDGET") && NOW=(budget_now="${BUDGET_LABEL:-budget run, its latest last.ckpt (BUDGET=)}")
 [[ -n "${BUDGET_FAINT:-}" ]] && SCORE+=("budget_faint_now=$BUDGET_FAINT") &&
@@ -72,7 +76,8 @@ $PY experiments/toporefinenet/probe_table.py "$RESULTS" \
   faint_negative="+1,500 steps, faint breaks and priced unasked changes" \
   film="+1,500 steps, same loss, instruction at every decoder level (text_film)" \
   faint_film="+1,500 steps, faint breaks, instruction at every decoder level (text_film)" \
-  faint_film_paired="+1,500 steps, as faint_film, negatives drawn per read, one-place opposites" "${NOW[@]}"
+  faint_film_paired="+1,500 steps, as faint_film, negatives drawn per read, one-place opposites" \
+  faint_film_gate="+1,500 steps, as faint_film, with the edit gate (edit_gate)" "${NOW[@]}"
 # the operation gate (the decoding's rule: a connect or repair only adds, a remove only deletes) on faint_film
 $PY -m neurorefiner.studies.editor_training_probe --out "${RESULTS}_gated" --n 20 --thresholds 0.5,0.9 \
   --operation-gate --standin-segmenters unet3d,nnunet_style faint_film=$OUT/faint_film/toporefinenet_stage1.ckpt
