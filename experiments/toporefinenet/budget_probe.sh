@@ -15,19 +15,9 @@
 #   BUDGET_FAINT=checkpoints/resume/toporefinenet_stage1_budget_faint/last.ckpt (phase 2, 3,821 steps)
 #   BUDGET_FAINT_LABEL="phase 2 (faint shards) at 3,821 steps, +0.68 CPU-h"
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 WANDB_MODE=offline HF_HUB_OFFLINE=1
-PY=${PY:-.venv/bin/python}
-START=checkpoints/resume/toporefinenet_stage1_budget/weights_9993.ckpt
+source "$(dirname "$0")/forks.sh"
 OUT=${OUT:-outputs/toporefinenet_forks}
 RESULTS=experiments/toporefinenet/results/budget_probe
-fork() {  # name, overrides...
-  local name=$1; shift
-  [[ -f $OUT/$name/toporefinenet_stage1.ckpt ]] && return 0
-  $PY train.py experiment=toporefinenet_probe "stages.1.init_from=$PWD/$START" stages.1.max_steps=1500 \
-    stages.1.datamodule.samples_per_epoch=3000 model.residual=true +model.cosine=false \
-    "paths.checkpoint_dir=$OUT/$name" "$@" > "$OUT.$name.log" 2>&1
-}
 mkdir -p "$OUT"
 fork control &
 fork negative model.negative_weight=10 model.batch_dice=true &

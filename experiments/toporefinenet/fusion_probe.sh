@@ -6,20 +6,13 @@
 # the other; then the probe (held-out OP_6 + SYNTHETIC defects, stand-ins' real breaks, raw network, change
 # thresholds 0.5 / 0.9). Writes results/fusion_probe/<fusion>.json and summary.md.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 WANDB_MODE=offline HF_HUB_OFFLINE=1
-PY=${PY:-.venv/bin/python}
-START=checkpoints/resume/toporefinenet_stage1_budget/weights_9993.ckpt
+source "$(dirname "$0")/forks.sh"
 OUT=${OUT:-outputs/toporefinenet_fusion_forks}
 RESULTS=experiments/toporefinenet/results/fusion_probe
 mkdir -p "$OUT"
 SCORE=()
 for fusion in cab adaln cdp; do
-  if [[ ! -f $OUT/$fusion/toporefinenet_stage1.ckpt ]]; then
-    $PY train.py experiment=toporefinenet_probe "stages.1.init_from=$PWD/$START" "stages.1.init_exclude=[fusion.]" \
-      stages.1.max_steps=1500 stages.1.datamodule.samples_per_epoch=3000 model.residual=true +model.cosine=false \
-      model.net.fusion=$fusion "paths.checkpoint_dir=$PWD/$OUT/$fusion" > "$OUT.$fusion.log" 2>&1
-  fi
+  fork "$fusion" "stages.1.init_exclude=[fusion.]" model.net.fusion=$fusion
   SCORE+=("$fusion=$OUT/$fusion/toporefinenet_stage1.ckpt")
 done
 $PY -m neurorefiner.studies.editor_training_probe --out "$RESULTS" --n 20 --thresholds 0.5,0.9 \
