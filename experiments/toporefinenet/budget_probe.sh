@@ -14,6 +14,8 @@
 #   BUDGET_LABEL="budget run, its latest last.ckpt (BUDGET=): 14,722 steps, 3.96 CPU-h"
 #   BUDGET_FAINT=checkpoints/resume/toporefinenet_stage1_budget_faint/last.ckpt (phase 2, 3,821 steps)
 #   BUDGET_FAINT_LABEL="phase 2 (faint shards) at 3,821 steps, +0.68 CPU-h"
+#   BUDGET_FILM=checkpoints/resume/toporefinenet_stage1_budget_film/last.ckpt (phase 3, 7,230 steps)
+#   BUDGET_FILM_LABEL="phase 3 (faint shards, text_film) at 7,230 steps, +1.37 CPU-h (6.02 in all)"
 set -euo pipefail
 source "$(dirname "$0")/forks.sh"
 OUT=${OUT:-outputs/toporefinenet_forks}
@@ -43,13 +45,20 @@ fork faint_film_paired "stages.1.datamodule.shards=$PWD/data/cache/shards/stage1
 # faint_film with the block-level edit gate (model.net.edit_gate: "does the instruction apply here", its own BCE)
 fork faint_film_gate "stages.1.datamodule.shards=$PWD/data/cache/shards/stage1_faint" model.net.text_film=true \
   model.net.edit_gate=true
+# and 1,500 steps more of it (from its own checkpoint, fresh optimiser)
+[[ -f $OUT/faint_film_gate_3000/toporefinenet_stage1.ckpt ]] || $PY train.py experiment=toporefinenet_probe \
+  "stages.1.init_from=$PWD/$OUT/faint_film_gate/toporefinenet_stage1.ckpt" stages.1.max_steps=1500 \
+  stages.1.datamodule.samples_per_epoch=3000 model.residual=true +model.cosine=false model.net.text_film=true \
+  model.net.edit_gate=true "paths.checkpoint_dir=$PWD/$OUT/faint_film_gate_3000" \
+  "stages.1.datamodule.shards=$PWD/data/cache/shards/stage1_faint" > "$OUT.faint_film_gate_3000.log" 2>&1
 SCORE=(shipped_stage1=checkpoints/toporefinenet_stage1.ckpt shipped_two_stage=checkpoints/toporefinenet.ckpt
        budget_9993=$START control=$OUT/control/toporefinenet_stage1.ckpt
        negative=$OUT/negative/toporefinenet_stage1.ckpt faint=$OUT/faint/toporefinenet_stage1.ckpt
        faint_negative=$OUT/faint_negative/toporefinenet_stage1.ckpt film=$OUT/film/toporefinenet_stage1.ckpt
        faint_film=$OUT/faint_film/toporefinenet_stage1.ckpt
        faint_film_paired=$OUT/faint_film_paired/toporefinenet_stage1.ckpt
-       faint_film_gate=$OUT/faint_film_gate/toporefinenet_stage1.ckpt)
+       faint_film_gate=$OUT/faint_film_gate/toporefinenet_stage1.ckpt
+       faint_film_gate_3000=$OUT/faint_film_gate_3000/toporefinenet_stage1.ckpt)
 NOW=()
 [[ -n "${BUDGET:-}" ]] && SCORE+=("budget_now=$BUDGET") && NOW=(budget_now="${BUDGET_LABEL:-budget run, its latest last.ckpt (BUDGET=)}")
 [[ -n "${BUDGET_FAINT:-}" ]] && SCORE+=("budget_faint_now=$BUDGET_FAINT") &&
@@ -67,7 +76,8 @@ $PY experiments/toporefinenet/probe_table.py "$RESULTS" \
   film="+1,500 steps, same loss, instruction at every decoder level (text_film)" \
   faint_film="+1,500 steps, faint breaks, instruction at every decoder level (text_film)" \
   faint_film_paired="+1,500 steps, as faint_film, negatives drawn per read, one-place opposites" \
-  faint_film_gate="+1,500 steps, as faint_film, with the edit gate (edit_gate)" "${NOW[@]}"
+  faint_film_gate="+1,500 steps, as faint_film, with the edit gate (edit_gate)" \
+  faint_film_gate_3000="the edit-gate fork, 1,500 steps more (3,000 in all)" "${NOW[@]}"
 # the operation gate (the decoding's rule: a connect or repair only adds, a remove only deletes) on faint_film
 $PY -m neurorefiner.studies.editor_training_probe --out "${RESULTS}_gated" --n 20 --thresholds 0.5,0.9 \
   --operation-gate --standin-segmenters unet3d,nnunet_style faint_film=$OUT/faint_film/toporefinenet_stage1.ckpt

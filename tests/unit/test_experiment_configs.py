@@ -187,18 +187,21 @@ def test_nnunet_style_standin_shares_the_unet_recipe(preset: str, monkeypatch: p
     assert _output(cfg).name == f"nnunet_style_synthetic_{preset}_cpu.pt" != _output(base).name
 
 
-def test_the_committed_budget_run_resumes_under_today_s_config(monkeypatch) -> None:
-    """The long CPU run's record (checkpoints/resume/...) was written before the loss gained options: at their
-    defaults they train the same weights, so the resume must not be refused."""
+@pytest.mark.parametrize("phase", ["toporefinenet_stage1_budget", "toporefinenet_stage1_budget_faint",
+                                   "toporefinenet_stage1_budget_film"])
+def test_the_committed_budget_run_resumes_under_today_s_config(monkeypatch, phase) -> None:
+    """The long CPU run's records (checkpoints/resume/...) were written before the loss and the network gained
+    options: at their defaults they train the same weights, so the resume must not be refused."""
     import json
 
     from neurorefiner.training.refiner import module_defaults, refiner_settings
     from neurorefiner.training.run_settings import differences
 
-    record = ROOT / "checkpoints" / "resume" / "toporefinenet_stage1_budget" / "run_settings.json"
+    record = ROOT / "checkpoints" / "resume" / phase / "run_settings.json"
     if not record.exists():
         pytest.skip("no committed resume point")
-    cfg = _compose(["experiment=toporefinenet_cpu_budget"], monkeypatch)
+    experiment = phase.replace("toporefinenet_stage1_budget", "toporefinenet_cpu_budget")
+    cfg = _compose([f"experiment={experiment}"], monkeypatch)
     now = json.loads(json.dumps(refiner_settings(cfg), default=str))
     old = json.loads(record.read_text())
     # the record names the machine's paths where it ran; in another checkout (CI's /check/...) it is the same run
