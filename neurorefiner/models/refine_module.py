@@ -211,11 +211,10 @@ class TopoRefineModule(L.LightningModule):
                 asks_nothing = ~edit.flatten(1).any(1)
                 weight = weight + wn * (region.bool()[:, 0] & asks_nothing.view(-1, *([1] * (edit.ndim - 1))))
             loss = loss + (ce * weight).float().mean()
-        gate = getattr(self.net, "last_gate_logit", None)
-        if gate is not None and float(self.hparams.get("gate_weight", 1.0)) > 0:
+        gate, wg = getattr(self.net, "last_gate_logit", None), float(self.hparams.get("gate_weight", 1.0))
+        if gate is not None and wg > 0:
             asks = (mask.bool() ^ target.bool()).flatten(1).any(1).float()
-            loss = loss + float(self.hparams.get("gate_weight", 1.0)) * F.binary_cross_entropy_with_logits(
-                gate.float(), asks)
+            loss = loss + wg * F.binary_cross_entropy_with_logits(gate.float(), asks)
         return loss
 
     # -- Lightning -----------------------------------------------------------------------------------------
