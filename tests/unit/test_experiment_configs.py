@@ -188,7 +188,7 @@ def test_nnunet_style_standin_shares_the_unet_recipe(preset: str, monkeypatch: p
 
 
 @pytest.mark.parametrize("phase", ["toporefinenet_stage1_budget", "toporefinenet_stage1_budget_faint",
-                                   "toporefinenet_stage1_budget_film"])
+                                   "toporefinenet_stage1_budget_film", "toporefinenet_stage1_budget_gate"])
 def test_the_committed_budget_run_resumes_under_today_s_config(monkeypatch, phase) -> None:
     """The long CPU run's records (checkpoints/resume/...) were written before the loss and the network gained
     options: at their defaults they train the same weights, so the resume must not be refused."""
@@ -210,3 +210,17 @@ def test_the_committed_budget_run_resumes_under_today_s_config(monkeypatch, phas
     assert differences(elsewhere, now, module_defaults(cfg)) == []
     changed = differences(old, {**now, "model": {**now["model"], "negative_weight": 10.0}}, module_defaults(cfg))
     assert changed == ["model.negative_weight: 0.0 -> 10.0"]
+
+
+def test_the_gate_phase_continues_phase_three_with_the_gate(monkeypatch) -> None:
+    """Phase 4 of the long run is phase 3's recipe plus the edit gate, from phase 3's committed weights, into its
+    own file (a resume point of its own, not phase 3's)."""
+    cfg = _compose(["experiment=toporefinenet_cpu_budget_gate"], monkeypatch)
+    film = _compose(["experiment=toporefinenet_cpu_budget_film"], monkeypatch)
+    assert cfg.model.net.edit_gate and not film.model.net.get("edit_gate", False)
+    assert cfg.model.net.text_film and film.model.net.text_film
+    assert Path(cfg.stages["1"].init_from) == (ROOT / "checkpoints" / "resume" / "toporefinenet_stage1_budget_film"
+                                              / "last.ckpt")
+    assert output_checkpoint(cfg).name == "toporefinenet_stage1_budget_gate.ckpt" != output_checkpoint(film).name
+    assert cfg.stages["1"].datamodule.shards == film.stages["1"].datamodule.shards
+    assert cfg.model.residual == film.model.residual and cfg.model.edit_weight == film.model.edit_weight

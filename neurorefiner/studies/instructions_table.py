@@ -1,0 +1,109 @@
+"""The instruction-placement table (``experiments/editor/instructions_test.md``) written from the rows and traces
+``evaluate.py`` left, so the committed table comes from a command and carries the commit its rows were made at.
+
+``experiments/editor/instructions_test.sh`` runs ``evaluate.py`` for each segmenter with three methods (the initial
+masks, ``neurorefiner`` with frames placed as the editor's training crops, ``nr_centred`` with frames centred on each
+edit) into one ``OUT``; each row is kept as ``OUT/rows/<settings>/<split>/<segmenter>/<method>-<key>__<protocol>__
+<case>.json``. This reads those rows (``per_volume.csv`` holds only the last ``evaluate.py`` call's), one line per
+(segmenter, method) with F1 per case and the pooled means, then appends the sentence census of the traces
+(:mod:`neurorefiner.studies.instruction_census`).
+
+``python -m neurorefiner.studies.instructions_table OUT --split test --out experiments/editor/instructions_test.md``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from neurorefiner.agents.trace import read_trace
+from neurorefiner.evaluation.tables import summarize
+from neurorefiner.io.atomic import write_text_atomic
+from neurorefiner.studies.instruction_census import census, to_markdown, trace_files
+
+SEGMENTER_NAMES = {"unet3d": "3D U-Net", "nnunet_style": "nnU-Net-style"}
+METHOD_NAMES = {"initial": "initial", "neurorefiner": "neurorefiner (frames placed as training crops)",
+                "nr_centred": "nr_centred (frames centred on each edit)"}
+POOLED = ("PRE", "REC", "F1", "SSD")
+
+
+def read_rows(out: Path, split: str, protocol: str = "root_seeded") -> list[dict]:
+    """Every kept row of ``split`` and ``protocol`` under ``out/rows``. Raises ``FileNotFoundError`` naming the
+    folder when there is none (the table would otherwise be written empty)."""
+    files = sorted((out / "rows").glob(f"*/{split}/*/*.json"))
+    rows = [json.loads(f.read_text()) for f in files]
+    rows = [r for r in rows if r.get("protocol") == protocol]
+    if not rows:
+        raise FileNotFoundError(f"{out / 'rows'}: no {split} rows of protocol {protocol}; run "
+                                "experiments/editor/instructions_test.sh first")
+    return rows
+
+
+def _order(rows: Sequence[dict], field: str, known: dict[str, str]) -> list[str]:
+    seen = list(dict.fromkeys(str(r[field]) for r in rows))
+    return [k for k in known if k in seen] + [k for k in seen if k not in known]
+
+
+def stamp(rows: Sequence[dict]) -> str:
+    """The commits the rows were made at, as one phrase (one commit is the normal case)."""
+    commits = sorted({str(r.get("commit", "unknown")) for r in rows})
+    return f"commit `{commits[0]}`" if len(commits) == 1 else "commits " + ", ".join(f"`{c}`" for c in commits)
+
+
+def score_table(rows: Sequence[dict]) -> str:
+    """One line per (segmenter, method): F1 per case, then the pooled means; the best F1 per segmenter bold."""
+    cases = sorted({str(r["case"]) for r in rows})
+    head = ("| masks | method | " + " | ".join(f"F1[{c}]" for c in cases) + " | " + " | ".join(POOLED) + " |")
+    lines = [head, "|" + "---|" * (2 + len(cases) + len(POOLED))]
+    for seg in _order(rows, "segmenter", SEGMENTER_NAMES):
+        sel = [r for r in rows if r["segmenter"] == seg]
+        summaries = {s["method"]: s for s in summarize(sel, group="method", metrics=POOLED)}
+        best = max(s["F1"] for s in summaries.values())
+        for method in _order(sel, "method", METHOD_NAMES):
+            per_case = {str(r["case"]): r["F1"] for r in sel if r["method"] == method}
+            s = summaries[method]
+            f1 = f"{100 * s['F1']:.2f}"
+            cells = [f"{100 * per_case[c]:.2f}" if c in per_case else "-" for c in cases]
+            cells += [f"{100 * s['PRE']:.2f}", f"{100 * s['REC']:.2f}",
+                      f"**{f1}**" if s["F1"] == best else f1, f"{s['SSD']:.2f}"]
+            lines.append(f"| {SEGMENTER_NAMES.get(seg, seg)} | {METHOD_NAMES.get(method, method)} | "
+                         + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write(out: Path, split: str, target: Path, command: str) -> str:
+    """Write the table and the census to ``target`` (atomically) and return the text."""
+    rows = read_rows(out, split)
+    traces = trace_files([out / "traces" / split])
+    text = (f"# The learned Advisor's sentences on DIADEM {split} (real data, held out)\n\n"
+            f"Made {time.strftime('%Y-%m-%d', time.gmtime())} by `{command}` (rows at {stamp(rows)}). Root-seeded "
+            "APP2, default learned agents and the shipped editor; `nr_centred` differs from `neurorefiner` only in "
+            "`advisor.placement=centred`. F1, PRE, REC in %, SSD in voxels; the pooled columns are means over "
+            "the stacks.\n\n" + score_table(rows) +
+            "\nThe sentences in the traces (a defect is one (round, block, index) of the loop; a stack whose "
+            "Inspector proposes nothing has no Advisor call and no line):\n\n"
+            + to_markdown([c for c in (census(read_trace(t, repair=False), str(t)) for t in traces) if c.tries],
+                          out / "traces"))
+    write_text_atomic(target, text)
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, help="the out_dir instructions_test.sh passed to evaluate.py")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--target", type=Path, required=True, help="the markdown file to write")
+    parser.add_argument("--command", default="bash experiments/editor/instructions_test.sh",
+                        help="the command named in the table's header")
+    args = parser.parse_args(argv)
+    try:
+        print(write(args.out, args.split, args.target, args.command))
+    except FileNotFoundError as err:
+        raise SystemExit(f"error: {err}") from None
+
+
+if __name__ == "__main__":
+    main()
