@@ -65,6 +65,8 @@ NOW=()
   NOW+=(budget_faint_now="${BUDGET_FAINT_LABEL:-phase 2 (faint shards), its latest last.ckpt (BUDGET_FAINT=)}")
 [[ -n "${BUDGET_FILM:-}" ]] && SCORE+=("budget_film_now=$BUDGET_FILM") &&
   NOW+=(budget_film_now="${BUDGET_FILM_LABEL:-phase 3 (faint shards, text_film), its latest last.ckpt (BUDGET_FILM=)}")
+[[ -n "${BUDGET_GATE:-}" ]] && SCORE+=("budget_gate_now=$BUDGET_GATE") &&
+  NOW+=(budget_gate_now="${BUDGET_GATE_LABEL:-phase 4 (faint shards, text_film, edit_gate), its latest last.ckpt (BUDGET_GATE=)}")
 $PY -m neurorefiner.studies.editor_training_probe --out "$RESULTS" --n 20 --thresholds 0.5,0.7,0.9 \
   --standin-segmenters unet3d,nnunet_style "${SCORE[@]}"
 $PY experiments/toporefinenet/probe_table.py "$RESULTS" \
