@@ -87,9 +87,10 @@ def findings(rows: Sequence[dict], traces: Sequence[Census]) -> str:
     for method in ("neurorefiner", "nr_centred"):
         mine = [c for c in traces if f"/{method}-" in c.trace or f"/{method}/" in c.trace]
         if mine:
-            lines.append(f"- {METHOD_NAMES[method]}: {sum(c.distinct for c in mine)} distinct sentences for "
-                         f"{sum(c.defects for c in mine)} defects over {len(mine)} traces; "
-                         f"{sum(c.shared for c in mine)} defects share a sentence with another.")
+            lines.append(f"- {METHOD_NAMES[method]}: {sum(c.defects for c in mine)} defects over {len(mine)} "
+                         f"traces got {sum(c.distinct for c in mine)} distinct sentences (counted per trace; a "
+                         f"retried defect can get a second one); {sum(c.shared for c in mine)} defects share a "
+                         "sentence with another.")
     lines.append("- Sentences repeat even with placed frames: a short break has both ends in one of the grammar's "
                  "27 cells, so it reads `Repair break at <cell>`, and a frame placed as a training crop puts the "
                  "gap's centre in the middle cell on every axis with probability (2/3)^3 = 0.30. A distinct "

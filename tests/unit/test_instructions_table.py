@@ -56,7 +56,7 @@ def test_the_written_file_carries_commit_and_census(tmp_path: Path) -> None:
     assert "| unet3d/nr_centred/OP_9.jsonl" in text or "test/unet3d/nr_centred/OP_9" in text
     assert "Repair break at center-center-center (2)" in text  # the constant sentence, both defects
     assert "- 3D U-Net masks: F1 75.00 with frames placed as training crops against 65.00 with centred" in text
-    assert "frames centred on each edit): 2 distinct sentences for 4 defects over 2 traces" in text
+    assert "frames centred on each edit): 4 defects over 2 traces got 2 distinct sentences" in text
 
 
 def test_rows_of_two_commits_are_named_both(tmp_path: Path) -> None:
