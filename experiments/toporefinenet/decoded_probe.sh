@@ -13,9 +13,12 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 HF_HUB_OFFLINE=1
 NR=${NR:-.venv/bin/neurorefiner}
 BUDGET=${BUDGET:-checkpoints/resume/toporefinenet_stage1_budget_film/weights_4881.ckpt}
 RESULTS=experiments/toporefinenet/results/decoded_probe
-for arm in "shipped checkpoints/toporefinenet.ckpt" "budget $BUDGET"; do
-  set -- $arm
-  $NR study probe-editor --out "$RESULTS/$1" --n 20 --seed 0 --kinds break,noise,real_break --threads 1 \
-    --speed-threads 0 --checkpoint "$2" &
+# ARMS="name=checkpoint ..." replaces the two arms (e.g. the later phases: see README.md, "Decoded"); two at a time.
+ARMS=${ARMS:-"shipped=checkpoints/toporefinenet.ckpt budget=$BUDGET"}
+i=0
+for arm in $ARMS; do
+  $NR study probe-editor --out "$RESULTS/${arm%%=*}" --n 20 --seed 0 --kinds break,noise,real_break --threads 1 \
+    --speed-threads 0 --checkpoint "${arm#*=}" &
+  i=$((i + 1)); if [ $((i % 2)) -eq 0 ]; then wait; fi
 done
 wait

@@ -14,7 +14,6 @@ edit) into one ``OUT``; each row is kept as ``OUT/rows/<settings>/<split>/<segme
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,62 +22,17 @@ from neurorefiner.agents.trace import read_trace
 from neurorefiner.evaluation.tables import summarize
 from neurorefiner.io.atomic import write_text_atomic
 from neurorefiner.studies.instruction_census import Census, census, to_markdown, trace_files
+from neurorefiner.studies.rows_table import SEGMENTER_NAMES, order, read_rows, score_table, stamp
 
-SEGMENTER_NAMES = {"unet3d": "3D U-Net", "nnunet_style": "nnU-Net-style"}
 METHOD_NAMES = {"initial": "initial", "neurorefiner": "neurorefiner (frames placed as training crops)",
                 "nr_centred": "nr_centred (frames centred on each edit)"}
-POOLED = ("PRE", "REC", "F1", "SSD")
-
-
-def read_rows(out: Path, split: str, protocol: str = "root_seeded") -> list[dict]:
-    """Every kept row of ``split`` and ``protocol`` under ``out/rows``. Raises ``FileNotFoundError`` naming the
-    folder when there is none (the table would otherwise be written empty)."""
-    files = sorted((out / "rows").glob(f"*/{split}/*/*.json"))
-    rows = [json.loads(f.read_text()) for f in files]
-    rows = [r for r in rows if r.get("protocol") == protocol]
-    if not rows:
-        raise FileNotFoundError(f"{out / 'rows'}: no {split} rows of protocol {protocol}; run "
-                                "experiments/editor/instructions_test.sh first")
-    return rows
-
-
-def _order(rows: Sequence[dict], field: str, known: dict[str, str]) -> list[str]:
-    seen = list(dict.fromkeys(str(r[field]) for r in rows))
-    return [k for k in known if k in seen] + [k for k in seen if k not in known]
-
-
-def stamp(rows: Sequence[dict]) -> str:
-    """The commits the rows were made at, as one phrase (one commit is the normal case)."""
-    commits = sorted({str(r.get("commit", "unknown")) for r in rows})
-    return f"commit `{commits[0]}`" if len(commits) == 1 else "commits " + ", ".join(f"`{c}`" for c in commits)
-
-
-def score_table(rows: Sequence[dict]) -> str:
-    """One line per (segmenter, method): F1 per case, then the pooled means; the best F1 per segmenter bold."""
-    cases = sorted({str(r["case"]) for r in rows})
-    head = ("| masks | method | " + " | ".join(f"F1[{c}]" for c in cases) + " | " + " | ".join(POOLED) + " |")
-    lines = [head, "|" + "---|" * (2 + len(cases) + len(POOLED))]
-    for seg in _order(rows, "segmenter", SEGMENTER_NAMES):
-        sel = [r for r in rows if r["segmenter"] == seg]
-        summaries = {s["method"]: s for s in summarize(sel, group="method", metrics=POOLED)}
-        best = max(s["F1"] for s in summaries.values())
-        for method in _order(sel, "method", METHOD_NAMES):
-            per_case = {str(r["case"]): r["F1"] for r in sel if r["method"] == method}
-            s = summaries[method]
-            f1 = f"{100 * s['F1']:.2f}"
-            cells = [f"{100 * per_case[c]:.2f}" if c in per_case else "-" for c in cases]
-            cells += [f"{100 * s['PRE']:.2f}", f"{100 * s['REC']:.2f}",
-                      f"**{f1}**" if s["F1"] == best else f1, f"{s['SSD']:.2f}"]
-            lines.append(f"| {SEGMENTER_NAMES.get(seg, seg)} | {METHOD_NAMES.get(method, method)} | "
-                         + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
 
 
 def findings(rows: Sequence[dict], traces: Sequence[Census]) -> str:
     """What the table says, in numbers read from it: F1 of placed against centred frames per segmenter, and how
     many distinct sentences each placement gave its defects."""
     lines = ["What it says:"]
-    for seg in _order(rows, "segmenter", SEGMENTER_NAMES):
+    for seg in order(rows, "segmenter", list(SEGMENTER_NAMES)):
         f1 = {s["method"]: s["F1"] for s in summarize([r for r in rows if r["segmenter"] == seg], group="method",
                                                        metrics=("F1",))}
         if {"neurorefiner", "nr_centred"} <= f1.keys():
@@ -101,14 +55,14 @@ def findings(rows: Sequence[dict], traces: Sequence[Census]) -> str:
 
 def write(out: Path, split: str, target: Path, command: str) -> str:
     """Write the table and the census to ``target`` (atomically) and return the text."""
-    rows = read_rows(out, split)
+    rows = read_rows(out, split, list(METHOD_NAMES))
     traces = trace_files([out / "traces" / split])
     counted = [c for c in (census(read_trace(t, repair=False), str(t)) for t in traces) if c.tries]
     text = (f"# The learned Advisor's sentences on DIADEM {split} (real data, held out)\n\n"
             f"Made {time.strftime('%Y-%m-%d', time.gmtime())} by `{command}` (rows at {stamp(rows)}). Root-seeded "
             "APP2, default learned agents and the shipped editor; `nr_centred` differs from `neurorefiner` only in "
             "`advisor.placement=centred`. F1, PRE, REC in %, SSD in voxels; the pooled columns are means over "
-            "the stacks.\n\n" + score_table(rows) +
+            "the stacks.\n\n" + score_table(rows, METHOD_NAMES) +
             "\nThe sentences in the traces (a defect is one (round, block, index) of the loop; a stack whose "
             "Inspector proposes nothing has no Advisor call and no line):\n\n"
             + to_markdown(counted, out / "traces") + "\n" + findings(rows, counted))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from neurorefiner.studies.instructions_table import main, read_rows, score_table, write
+from neurorefiner.studies.instructions_table import METHOD_NAMES, main, read_rows, score_table, write
 
 
 def _row(out: Path, seg: str, method: str, case: str, f1: float, commit: str = "abc1234") -> None:
@@ -38,7 +38,7 @@ def _fill(out: Path) -> None:
 
 def test_the_table_pools_per_segmenter_and_bolds_its_best(tmp_path: Path) -> None:
     _fill(tmp_path)
-    table = score_table(read_rows(tmp_path, "test"))
+    table = score_table(read_rows(tmp_path, "test"), METHOD_NAMES)
     lines = table.splitlines()
     assert lines[0].startswith("| masks | method | F1[OP_7] | F1[OP_9] | PRE | REC | F1 | SSD |")
     assert len(lines) == 2 + 6
@@ -70,3 +70,25 @@ def test_no_rows_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="no test rows"):
         main([str(tmp_path), "--target", str(tmp_path / "t.md")])
     assert not (tmp_path / "t.md").exists()
+
+
+def test_rows_of_other_methods_in_the_same_out_dir_stay_out(tmp_path: Path) -> None:
+    """OUT is shared with other tables (experiment=table_6_budget writes its t6b_* rows there)."""
+    _fill(tmp_path)
+    _row(tmp_path, "unet3d", "t6b_cab", "OP_7", 0.99)
+    text = write(tmp_path, "test", tmp_path / "t.md", "cmd")
+    assert "t6b_cab" not in text and "99.00" not in text
+
+
+def test_rows_table_cli_labels_and_orders_the_named_methods(tmp_path: Path) -> None:
+    from neurorefiner.studies.rows_table import main as rows_main
+
+    _fill(tmp_path)
+    target = tmp_path / "check.md"
+    rows_main([str(tmp_path), "--methods", "nr_centred=candidate,initial", "--title", "Check", "--command", "c.sh",
+               "--target", str(target)])
+    lines = target.read_text().splitlines()
+    assert lines[0] == "# Check" and "by `c.sh` (rows at commit `abc1234`)" in lines[2]
+    body = [line for line in lines if line.startswith("| 3D U-Net")]
+    assert [line.split(" | ")[1] for line in body] == ["candidate", "initial"]
+    assert "neurorefiner" not in target.read_text().split("| masks")[1]

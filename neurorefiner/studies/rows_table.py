@@ -1,0 +1,97 @@
+"""A per-stack F1 table read from the rows ``evaluate.py`` keeps (``OUT/rows/<settings>/<split>/<segmenter>/
+<method>-<key>__<protocol>__<case>.json``), for scripts that run ``evaluate.py`` once per segmenter into one
+``OUT`` (``per_volume.csv`` holds only the last call's rows), so their committed table comes from a command.
+
+``python -m neurorefiner.studies.rows_table OUT --methods initial,neurorefiner,nr_x --title T --command C
+--target FILE.md``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from neurorefiner.evaluation.tables import summarize
+from neurorefiner.io.atomic import write_text_atomic
+
+SEGMENTER_NAMES = {"unet3d": "3D U-Net", "nnunet_style": "nnU-Net-style"}
+POOLED = ("PRE", "REC", "F1", "SSD")
+
+
+def read_rows(out: Path, split: str, methods: Sequence[str] | None = None,
+              protocol: str = "root_seeded") -> list[dict]:
+    """Every kept row of ``split``, ``protocol`` and (when given) ``methods`` under ``out/rows``. Raises
+    ``FileNotFoundError`` naming the folder when there is none (the table would otherwise be written empty)."""
+    rows = [json.loads(f.read_text()) for f in sorted((out / "rows").glob(f"*/{split}/*/*.json"))]
+    rows = [r for r in rows if r.get("protocol") == protocol and (methods is None or r.get("method") in methods)]
+    if not rows:
+        raise FileNotFoundError(f"{out / 'rows'}: no {split} rows of protocol {protocol}"
+                                + (f" for methods {', '.join(methods)}" if methods else ""))
+    return rows
+
+
+def order(rows: Sequence[dict], field: str, known: Sequence[str]) -> list[str]:
+    """The values of ``field`` in ``rows``: those in ``known`` first, in its order, then the rest as met."""
+    seen = list(dict.fromkeys(str(r[field]) for r in rows))
+    return [k for k in known if k in seen] + [k for k in seen if k not in known]
+
+
+def stamp(rows: Sequence[dict]) -> str:
+    """The commits the rows were made at, as one phrase (one commit is the normal case)."""
+    commits = sorted({str(r.get("commit", "unknown")) for r in rows})
+    return f"commit `{commits[0]}`" if len(commits) == 1 else "commits " + ", ".join(f"`{c}`" for c in commits)
+
+
+def score_table(rows: Sequence[dict], names: Mapping[str, str] | None = None) -> str:
+    """One line per (segmenter, method): F1 per case, then the pooled means; the best F1 per segmenter bold.
+    ``names``: method -> label, and the order of the methods."""
+    names = dict(names or {})
+    cases = sorted({str(r["case"]) for r in rows})
+    head = ("| masks | method | " + " | ".join(f"F1[{c}]" for c in cases) + " | " + " | ".join(POOLED) + " |")
+    lines = [head, "|" + "---|" * (2 + len(cases) + len(POOLED))]
+    for seg in order(rows, "segmenter", list(SEGMENTER_NAMES)):
+        sel = [r for r in rows if r["segmenter"] == seg]
+        summaries = {s["method"]: s for s in summarize(sel, group="method", metrics=POOLED)}
+        best = max(s["F1"] for s in summaries.values())
+        for method in order(sel, "method", list(names)):
+            per_case = {str(r["case"]): r["F1"] for r in sel if r["method"] == method}
+            s = summaries[method]
+            f1 = f"{100 * s['F1']:.2f}"
+            cells = [f"{100 * per_case[c]:.2f}" if c in per_case else "-" for c in cases]
+            cells += [f"{100 * s['PRE']:.2f}", f"{100 * s['REC']:.2f}",
+                      f"**{f1}**" if s["F1"] == best else f1, f"{s['SSD']:.2f}"]
+            lines.append(f"| {SEGMENTER_NAMES.get(seg, seg)} | {names.get(method, method)} | "
+                         + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def header(title: str, command: str, rows: Sequence[dict]) -> str:
+    return (f"# {title}\n\nMade {time.strftime('%Y-%m-%d', time.gmtime())} by `{command}` (rows at {stamp(rows)}). "
+            "Root-seeded APP2; F1, PRE, REC in %, SSD in voxels; the pooled columns are means over the stacks.\n\n")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, help="the out_dir the script passed to evaluate.py")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--methods", required=True, help="comma-separated method names, in the table's order; "
+                                                          "name=label sets a row's label")
+    parser.add_argument("--title", required=True)
+    parser.add_argument("--command", required=True, help="the command named in the table's header")
+    parser.add_argument("--target", type=Path, required=True, help="the markdown file to write")
+    args = parser.parse_args(argv)
+    names = dict(m.split("=", 1) if "=" in m else (m, m) for m in args.methods.split(",") if m.strip())
+    try:
+        rows = read_rows(args.out, args.split, list(names))
+    except FileNotFoundError as err:
+        raise SystemExit(f"error: {err}") from None
+    text = header(args.title, args.command, rows) + score_table(rows, names)
+    write_text_atomic(args.target, text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
