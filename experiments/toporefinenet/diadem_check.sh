@@ -20,7 +20,7 @@ for seg in unet3d nnunet_style; do
     out_dir="$OUT" figures=false save_masks=false progress=false
 done
 .venv/bin/python -m neurorefiner.studies.rows_table "$OUT" --split test \
-  --methods "initial=initial masks,neurorefiner=shipped editor (the default),$NAME=$LABEL" \
+  --method "initial=initial masks" --method "neurorefiner=shipped editor (the default)" --method "$NAME=$LABEL" \
   --title "Ship check on DIADEM test (real data, held out): $NAME" \
   --command "CANDIDATE=$CANDIDATE NAME=$NAME bash experiments/toporefinenet/diadem_check.sh" \
   --target "experiments/toporefinenet/results/diadem_check_$NAME.md"

@@ -2,8 +2,8 @@
 <method>-<key>__<protocol>__<case>.json``), for scripts that run ``evaluate.py`` once per segmenter into one
 ``OUT`` (``per_volume.csv`` holds only the last call's rows), so their committed table comes from a command.
 
-``python -m neurorefiner.studies.rows_table OUT --methods initial,neurorefiner,nr_x --title T --command C
---target FILE.md``
+``python -m neurorefiner.studies.rows_table OUT --method initial --method "nr_x=label, with commas" --title T
+--command C --target FILE.md``
 """
 
 from __future__ import annotations
@@ -77,13 +77,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="the out_dir the script passed to evaluate.py")
     parser.add_argument("--split", default="test")
-    parser.add_argument("--methods", required=True, help="comma-separated method names, in the table's order; "
-                                                          "name=label sets a row's label")
+    parser.add_argument("--method", action="append", required=True, dest="methods",
+                        help="a method's name, or name=label (the row's label, commas allowed); repeat, in the "
+                             "table's order")
     parser.add_argument("--title", required=True)
     parser.add_argument("--command", required=True, help="the command named in the table's header")
     parser.add_argument("--target", type=Path, required=True, help="the markdown file to write")
     args = parser.parse_args(argv)
-    names = dict(m.split("=", 1) if "=" in m else (m, m) for m in args.methods.split(",") if m.strip())
+    names = dict(m.split("=", 1) if "=" in m else (m, m) for m in args.methods)
     try:
         rows = read_rows(args.out, args.split, list(names))
     except FileNotFoundError as err:

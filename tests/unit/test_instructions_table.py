@@ -85,10 +85,10 @@ def test_rows_table_cli_labels_and_orders_the_named_methods(tmp_path: Path) -> N
 
     _fill(tmp_path)
     target = tmp_path / "check.md"
-    rows_main([str(tmp_path), "--methods", "nr_centred=candidate,initial", "--title", "Check", "--command", "c.sh",
-               "--target", str(target)])
+    rows_main([str(tmp_path), "--method", "nr_centred=candidate at 3,677 steps", "--method", "initial", "--title",
+               "Check", "--command", "c.sh", "--target", str(target)])
     lines = target.read_text().splitlines()
     assert lines[0] == "# Check" and "by `c.sh` (rows at commit `abc1234`)" in lines[2]
     body = [line for line in lines if line.startswith("| 3D U-Net")]
-    assert [line.split(" | ")[1] for line in body] == ["candidate", "initial"]
+    assert [line.split(" | ")[1] for line in body] == ["candidate at 3,677 steps", "initial"]
     assert "neurorefiner" not in target.read_text().split("| masks")[1]
