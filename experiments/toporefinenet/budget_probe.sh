@@ -58,7 +58,9 @@ SCORE=(shipped_stage1=checkpoints/toporefinenet_stage1.ckpt shipped_two_stage=ch
        faint_film=$OUT/faint_film/toporefinenet_stage1.ckpt
        faint_film_paired=$OUT/faint_film_paired/toporefinenet_stage1.ckpt
        faint_film_gate=$OUT/faint_film_gate/toporefinenet_stage1.ckpt
-       faint_film_gate_3000=$OUT/faint_film_gate_3000/toporefinenet_stage1.ckpt)
+       faint_film_gate_3000=$OUT/faint_film_gate_3000/toporefinenet_stage1.ckpt
+       gate_3677=checkpoints/resume/toporefinenet_stage1_budget_gate/weights_3677.ckpt
+       budget_stage2=checkpoints/toporefinenet_budget.ckpt)
 NOW=()
 [[ -n "${BUDGET:-}" ]] && SCORE+=("budget_now=$BUDGET") && NOW=(budget_now="${BUDGET_LABEL:-budget run, its latest last.ckpt (BUDGET=)}")
 [[ -n "${BUDGET_FAINT:-}" ]] && SCORE+=("budget_faint_now=$BUDGET_FAINT") &&
@@ -69,17 +71,7 @@ NOW=()
   NOW+=(budget_gate_now="${BUDGET_GATE_LABEL:-phase 4 (faint shards, text_film, edit_gate), its latest last.ckpt (BUDGET_GATE=)}")
 $PY -m neurorefiner.studies.editor_training_probe --out "$RESULTS" --n 20 --thresholds 0.5,0.7,0.9 \
   --standin-segmenters unet3d,nnunet_style "${SCORE[@]}"
-$PY experiments/toporefinenet/probe_table.py "$RESULTS" \
-  shipped_stage1="shipped stage 1 (start of the budget run)" shipped_two_stage="shipped editor (two-stage, the default)" \
-  budget_9993="budget run, 9,993 steps (3.0 CPU-h spent)" \
-  control="+1,500 steps, same loss" negative="+1,500 steps, negative_weight 10 + batch Dice" \
-  faint="+1,500 steps, same loss, half the breaks faint across the gap" \
-  faint_negative="+1,500 steps, faint breaks and priced unasked changes" \
-  film="+1,500 steps, same loss, instruction at every decoder level (text_film)" \
-  faint_film="+1,500 steps, faint breaks, instruction at every decoder level (text_film)" \
-  faint_film_paired="+1,500 steps, as faint_film, negatives drawn per read, one-place opposites" \
-  faint_film_gate="+1,500 steps, as faint_film, with the edit gate (edit_gate)" \
-  faint_film_gate_3000="the edit-gate fork, 1,500 steps more (3,000 in all)" "${NOW[@]}"
+RESULTS="$RESULTS" NOW_LABELS="$(printf '%s\n' "${NOW[@]}")" bash experiments/toporefinenet/budget_probe_table.sh
 # the operation gate (the decoding's rule: a connect or repair only adds, a remove only deletes) on faint_film
 $PY -m neurorefiner.studies.editor_training_probe --out "${RESULTS}_gated" --n 20 --thresholds 0.5,0.9 \
   --operation-gate --standin-segmenters unet3d,nnunet_style faint_film=$OUT/faint_film/toporefinenet_stage1.ckpt
