@@ -16,6 +16,8 @@
 #   BUDGET_FAINT_LABEL="phase 2 (faint shards) at 3,821 steps, +0.68 CPU-h"
 #   BUDGET_FILM=checkpoints/resume/toporefinenet_stage1_budget_film/last.ckpt (phase 3, 7,230 steps)
 #   BUDGET_FILM_LABEL="phase 3 (faint shards, text_film) at 7,230 steps, +1.37 CPU-h (6.02 in all)"
+#   BUDGET_GATE=checkpoints/resume/toporefinenet_stage1_budget_gate/last.ckpt (phase 4, 9,555 steps)
+#   BUDGET_GATE_LABEL="phase 4 (faint shards, text_film, edit_gate) at 9,555 steps, +1.84 CPU-h (8.14 in all with stage 2)"
 set -euo pipefail
 source "$(dirname "$0")/forks.sh"
 OUT=${OUT:-outputs/toporefinenet_forks}
