@@ -21,4 +21,5 @@ $PY experiments/toporefinenet/probe_table.py "$RESULTS" \
   faint_film_gate="+1,500 steps, as faint_film, with the edit gate (edit_gate)" \
   faint_film_gate_3000="the edit-gate fork, 1,500 steps more (3,000 in all)" \
   gate_3677="phase 4 (edit gate) from phase 3's end, 3,677 steps (weights_3677.ckpt)" \
-  budget_stage2="stage 2 from gate_3677, 1,500 steps: checkpoints/toporefinenet_budget.ckpt" "${NOW[@]}"
+  budget_stage2="stage 2 from gate_3677, 1,500 steps: checkpoints/toporefinenet_budget.ckpt" \
+  budget_stage2_9555="stage 2 from phase 4 at 9,555 steps (weights_9555.ckpt), 1,500 steps" "${NOW[@]}"
