@@ -17,9 +17,14 @@ KEPT = ("state_dict", "hyper_parameters", "global_step", "epoch", "pytorch-light
 
 def weights_only(src: Path, dst: Path) -> int:
     """Write ``dst`` (atomically) from ``src``; returns the step it holds."""
+    from neurorefiner.errors import InputError
     from neurorefiner.io.atomic import atomic_path
+    from neurorefiner.io.checkpoints import load_checkpoint
 
-    ckpt = torch.load(src, map_location="cpu", weights_only=False)
+    try:
+        ckpt = load_checkpoint(src, "Lightning checkpoint")  # plain data only: nothing in the file runs
+    except InputError as err:
+        raise SystemExit(f"error: {err}") from None
     if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
         raise SystemExit(f"error: {src}: not a Lightning checkpoint (no state_dict)")
     with atomic_path(dst) as tmp:

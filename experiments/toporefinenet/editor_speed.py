@@ -1,17 +1,18 @@
 """The speed cost of the budget editor's additions (decoder FiLM, edit gate) at use: one edit of a 64 x 128 x 128
 block (the largest the agents send) by each named checkpoint, interleaved in one process on the same block (a
-tube with a cut gap, "Repair break at center-center-center"), median of 5 after a warm-up; wall and process CPU
-seconds of the network pass on the whole block and of the decoded edit, and each checkpoint's ratio to the first.
+tube with a cut gap, "Repair break at center-center-center"), timed by the editor probe's ``time_edit`` in rounds
+alternating between checkpoints, median of 5; wall and process CPU seconds of the network pass on the whole block
+and of the decoded edit, and each checkpoint's ratio to the first.
 Run: python experiments/toporefinenet/editor_speed.py [--threads 2] NAME=CHECKPOINT ..."""
 
 import argparse
 import os
-import time
 
 import numpy as np
 import torch
 
 from neurorefiner.inference.refiner import TopoRefiner
+from neurorefiner.studies.editor_probe import time_edit
 
 SHAPE = (64, 128, 128)
 
@@ -35,33 +36,24 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    named = dict(c.split("=", 1) for c in args.checkpoints)
-    refiners = {name: TopoRefiner.load(path) for name, path in named.items()}
+    refiners = {name: TopoRefiner.load(path) for name, path in (c.split("=", 1) for c in args.checkpoints)}
     image, mask = block()
     text = "Repair break at center-center-center"
-    steps = {f"{name}/{what}": fn for name, r in refiners.items() for what, fn in
-             (("pass", lambda r=r: r.probabilities(image, mask, text, crop=False)),
-              ("decoded", lambda r=r: r.edit_result(image, mask, text)))}
-    for fn in steps.values():
-        fn()
-    wall: dict[str, list[float]] = {k: [] for k in steps}
-    cpu: dict[str, list[float]] = {k: [] for k in steps}
     load = os.getloadavg()[0]
-    for _ in range(args.repeats):
-        for key, fn in steps.items():
-            t, c = time.perf_counter(), time.process_time()
-            fn()
-            wall[key].append(time.perf_counter() - t)
-            cpu[key].append(time.process_time() - c)
-    first = next(iter(named))
+    # one timed edit per checkpoint per round (time_edit warms up and times the pass and the decoded edit), rounds
+    # alternating between checkpoints so a change of load on the shared machine hits them alike
+    rounds = [{name: time_edit(r, image, mask, text, repeats=1) for name, r in refiners.items()}
+              for _ in range(args.repeats)]
+    first = next(iter(refiners))
     print(f"{' x '.join(map(str, SHAPE))} block, {args.threads} torch threads, median of {args.repeats}, "
           f"1-min load {load:.1f} -> {os.getloadavg()[0]:.1f}")
     print("| checkpoint | step | wall s | CPU s | CPU ratio to " + first + " |\n|---|---|---|---|---|")
-    for key in steps:
-        name, what = key.split("/")
-        ref = float(np.median(cpu[f"{first}/{what}"]))
-        c = float(np.median(cpu[key]))
-        print(f"| {name} | {what} | {np.median(wall[key]):.2f} | {c:.2f} | {c / ref:.2f} |")
+    for name in refiners:
+        for what, key in (("pass", "raw"), ("decoded", "decoded")):
+            wall = float(np.median([r[name][f"{key}_s"] for r in rounds]))
+            cpu = float(np.median([r[name][f"{key}_cpu_s"] for r in rounds]))
+            ref = float(np.median([r[first][f"{key}_cpu_s"] for r in rounds]))
+            print(f"| {name} | {what} | {wall:.2f} | {cpu:.2f} | {cpu / ref:.2f} |")
 
 
 if __name__ == "__main__":

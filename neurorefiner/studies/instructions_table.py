@@ -8,7 +8,7 @@ edit) into one ``OUT``; each row is kept as ``OUT/rows/<settings>/<split>/<segme
 (segmenter, method) with F1 per case and the pooled means, then appends the sentence census of the traces
 (:mod:`neurorefiner.studies.instruction_census`).
 
-``python -m neurorefiner.studies.instructions_table OUT --split test --out experiments/editor/instructions_test.md``
+``python -m neurorefiner.studies.instructions_table OUT --split test --target experiments/editor/instructions_test.md``
 """
 
 from __future__ import annotations
