@@ -101,3 +101,15 @@ def parse_spacing(text: str | None) -> tuple[float, float, float] | None:
 
 def is_tty() -> bool:
     return sys.stderr.isatty()
+
+
+def named_pairs(items: list[str], form: str = "NAME=VALUE") -> dict[str, str]:
+    """``["a=x", "b=y, z"]`` -> ``{"a": "x", "b": "y, z"}`` in the order given (split at the first ``=``); an item
+    without a name or a value is an :class:`InputError` that shows ``form``."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise InputError(f"each item is {form}, got {item!r}")
+        out[name] = value
+    return out

@@ -43,11 +43,15 @@ def edit(image: Path = typer.Argument(..., help="image stack"),
          block: str | None = typer.Option(None, "--block", help="z0:z1,y0:y1,x0:x1 (default: whole stack)"),
          out: Path = typer.Option(..., "--out", help="output mask .tif"),
          checkpoint: Path | None = typer.Option(None, "--checkpoint",
-                                                help="TopoRefineNet checkpoint (default: the shipped one)"),
-         threshold: float = typer.Option(0.5, "--threshold", help="foreground probability threshold"),
-         confine_margin: int = typer.Option(4, "--confine-margin",
-                                            help="voxels around the named place the edit may reach; -1 = "
-                                                 "anywhere in the block (the network's raw output)"),
+                                                help="TopoRefineNet checkpoint (default: the loop's, "
+                                                     "conf/editor/toporefinenet.yaml: the shipped one)"),
+         threshold: float | None = typer.Option(None, "--threshold",
+                                                help="foreground probability threshold (default: the loop's, "
+                                                     "conf/editor/toporefinenet.yaml)"),
+         confine_margin: int | None = typer.Option(None, "--confine-margin",
+                                                   help="voxels around the named place the edit may reach; -1 = "
+                                                        "anywhere in the block (the network's raw output); "
+                                                        "default: the loop's, conf/editor/toporefinenet.yaml"),
          crop_margin: int = typer.Option(16, "--crop-margin",
                                          help="voxels of context around the named place the network sees "
                                               "(a crop, several times faster on large blocks); -1 = the "
@@ -58,10 +62,13 @@ def edit(image: Path = typer.Argument(..., help="image stack"),
     instruction (positions such as top-left-rear refer to the block), and only near the place it names.
     By default the network's output is decoded by topology (remove only isolated pieces, join pieces
     along the least-cost path or leave the mask unchanged); the reason is printed. The stack around the
-    block is the decoding's context, so a neurite leaving the block is never taken for isolated noise."""
+    block is the decoding's context, so a neurite leaving the block is never taken for isolated noise. The
+    editor's settings (threshold, confinement, the decoding's) are the loop's, conf/editor/toporefinenet.yaml, so
+    an instruction edits a crop here as it does in refine.py."""
     import numpy as np
 
     from neurorefiner.agents.instructions import InstructionParseError, parse_instruction
+    from neurorefiner.inference.editor_config import editor_config
     from neurorefiner.inference.refiner import TopoRefiner
     from neurorefiner.io import Volume, check_same_shape, read_mask, read_volume, write_volume
 
@@ -69,6 +76,10 @@ def edit(image: Path = typer.Argument(..., help="image stack"),
         parsed = parse_instruction(instruction)
     except InstructionParseError as exc:
         raise InputError(str(exc)) from None
+    loop = editor_config()   # the settings the loop's editor is built with
+    threshold = float(loop["threshold"]) if threshold is None else threshold
+    if confine_margin is None:
+        confine_margin = -1 if loop.get("confine_margin") is None else int(loop["confine_margin"])
     if not 0.0 < threshold < 1.0:
         raise InputError(f"--threshold must be in (0, 1), got {threshold}")
     if confine_margin < -1:
@@ -79,9 +90,9 @@ def edit(image: Path = typer.Argument(..., help="image stack"),
     msk = read_mask(mask)
     check_same_shape(img, msk)
     sl = parse_block(block, img.shape)
-    refiner = TopoRefiner.load(checkpoint, threshold=threshold,
-                               confine_margin=None if confine_margin == -1 else confine_margin,
-                               decoding="raw" if raw else "topology",
+    refiner = TopoRefiner.load(checkpoint or loop.get("checkpoint"), device=str(loop.get("device", "cpu")),
+                               threshold=threshold, confine_margin=None if confine_margin == -1 else confine_margin,
+                               decoding="raw" if raw else "topology", decoding_config=loop.get("decoding"),
                                crop_margin=None if crop_margin == -1 else crop_margin)
     image_n = img.normalized()
     current = np.asarray(msk.load(), dtype=bool)

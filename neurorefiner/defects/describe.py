@@ -137,6 +137,21 @@ def describe_piece(coords: np.ndarray, shape: Sequence[int], long_gap: float = D
     return describe_change(changed, "fp", long_gap)
 
 
+def describe_pieces(coords: np.ndarray, shape: Sequence[int]) -> Instruction:
+    """The instruction for removing a group of isolated pieces (their voxels ``coords``, crop coordinates):
+    ``Remove isolated noise at <cell>`` when they share a cell, else ``Remove noise from <cell> to <cell>``
+    from the lowest to the highest cell of their box, whose named region (the hull of the two cells) holds
+    every piece; the principal axis of a scattered group would leave pieces off it unnamed."""
+    pts = _inside(coords, shape)
+    if not len(pts):
+        pts = np.clip(np.rint(np.asarray(coords, float).reshape(-1, 3)), 0, np.asarray(shape) - 1).astype(np.int64)
+    cells = cell_index(pts, shape)
+    lo, hi = cells.min(axis=0), cells.max(axis=0)
+    if (lo == hi).all():
+        return Instruction("remove", Position.from_cell(lo))
+    return Instruction("remove", Position.from_cell(lo), Position.from_cell(hi))
+
+
 def describe_branch(tip: Sequence[float], junction: Sequence[float], shape: Sequence[int]) -> Instruction | None:
     """``Remove noise from <tip cell> to <junction cell>`` for an attached branch (the stage-1 ``touch``
     defects' form), or None when both fall in one cell of the crop (one cell would read as an isolated

@@ -40,8 +40,7 @@ def check_segmenter(cfg: DictConfig) -> None:
     """Before any work: the shipped checkpoint of ``cfg.segmenter`` on the dataset must exist when a method starts
     from the initial mask, else one line saying which one line trains and ships it (a user with the real
     ZBFWB, BigNeuron or CWMBS data has no shipped segmenter for it: the shipped ones are the stand-ins')."""
-    from neurorefiner.evaluation.methods import method_node
-    from neurorefiner.evaluation.runner import method_class
+    from neurorefiner.evaluation.methods import method_class, method_node
     from neurorefiner.inference.init_masks import NAIVE, shipped_checkpoint
 
     segmenter, name = str(cfg.segmenter), str(cfg.dataset.name)

@@ -73,6 +73,9 @@ class NeuroRefiner:
     for every volume), ``editor_overrides`` merged onto it (a registry entry that changes one decoding
     setting, e.g. ``{decoding: {max_radius: 3.0}}``). With ``trace_dir`` set each volume's decisions go to
     ``<trace_dir>/<case>.jsonl`` (written afresh each call).
+
+    The run is built once, on the first volume, and kept: its roles (a learned judge read from file) and its
+    editor serve every volume, each at its own spacing (:meth:`~neurorefiner.refine.run.RefineRun.with_spacing`).
     """
 
     needs_initial = True
@@ -91,14 +94,18 @@ class NeuroRefiner:
                                                  resolve=True)
         self.trace_dir = trace_dir
         self.last_info: dict = {}
-        self._editor: Any = None
+        self._run: Any = None
+
+    def run_for(self, spacing: Any) -> Any:
+        """This method's :class:`~neurorefiner.refine.run.RefineRun` at ``spacing`` (built on first use)."""
+        if self._run is None:
+            from neurorefiner.refine.run import RefineRun
+
+            self._run = RefineRun.build(self.agent_cfg, self.loop_cfg, self.editor_cfg, self.t_max)
+        return self._run.with_spacing(spacing, "the dataset's voxel size")
 
     def __call__(self, image: np.ndarray, mask: np.ndarray, case: Any, spacing: Any = (1.0, 1.0, 1.0)) -> np.ndarray:
-        from neurorefiner.refine.run import RefineRun
-
-        loop = RefineRun.build(self.agent_cfg, self.loop_cfg, self.editor_cfg, self.t_max,
-                               editor_object=self._editor).with_spacing(spacing, "the dataset's voxel size")
-        self._editor = loop.editor
+        loop = self.run_for(spacing)
         m = np.asarray(mask, dtype=bool)
         t0 = time.perf_counter()
         if not m.any():
@@ -159,6 +166,25 @@ def _agent_with_overrides(cfg: DictConfig, raw: DictConfig, node: dict) -> None:
     OmegaConf.set_struct(holder, False)
     holder.agent = OmegaConf.merge(holder.agent, node["agent_overrides"])
     node["agent"] = OmegaConf.to_container(holder.agent, resolve=True)
+
+
+def method_class(node: DictConfig) -> Any:
+    """The class (or function) a method node builds, without building it."""
+    from hydra.utils import get_object
+
+    try:
+        return get_object(str(node.get("_target_")))
+    except Exception:  # noqa: BLE001 - an unresolvable target fails clearly when the method is built
+        return None
+
+
+def needs_server(node: DictConfig) -> bool:
+    """Whether a method's agents talk to a model server (its agent backend, after its overrides, is ``vlm``)."""
+    agent = node.get("agent")
+    if not agent:
+        return False
+    backend = (node.get("agent_overrides") or {}).get("backend", agent.get("backend"))
+    return str(backend) == "vlm"
 
 
 def method_key(node: DictConfig) -> str:

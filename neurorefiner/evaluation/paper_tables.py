@@ -23,8 +23,6 @@ names no code anyone can check out.
 
 from __future__ import annotations
 
-import csv
-import datetime as _dt
 import math
 import sys
 from collections.abc import Sequence
@@ -33,9 +31,11 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from neurorefiner import paths as project_paths
 from neurorefiner.errors import InputError
+from neurorefiner.evaluation import tables
 from neurorefiner.evaluation.tables import LOWER_IS_BETTER, PAPER_METRICS
-from neurorefiner.io.atomic import atomic_path, write_text_atomic
+from neurorefiner.io.atomic import atomic_path
 from neurorefiner.paths import conf_dir, project_root
 
 PERCENT = ("PRE", "REC", "F1", "MES")
@@ -51,25 +51,14 @@ def is_synthetic(dataset_name: str) -> bool:
     return bool(OmegaConf.load(path).get("synthetic", False))
 
 
-def tree_state() -> tuple[str, bool]:
-    """(short commit, whether tracked files have uncommitted changes): :func:`neurorefiner.paths.tree_state`."""
-    from neurorefiner.paths import tree_state as state
-
-    return state()
-
-
 def provenance(command: str | None = None) -> dict:
     """The command, the UTC date and the commit (``+dirty`` when the tree has changes) of a table."""
-    commit, dirty = tree_state()
-    if dirty:
-        commit += "+dirty"
     extra = [a for a in sys.argv[1:] if not a.startswith("experiment=")]
     if command is None:
         command = "python evaluate.py " + " ".join(sys.argv[1:])
     elif extra and sys.argv[0].endswith("evaluate.py"):
         command = f"{command} {' '.join(extra)}"  # the overrides this run was given
-    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return {"command": command, "date": now, "commit": commit}
+    return tables.provenance(command)
 
 
 def _finite(values: Sequence[Any]) -> list[float]:
@@ -257,13 +246,10 @@ def _pct(v: float) -> str:
 
 
 def write_csv(path: Path, summaries: Sequence[dict], columns: Sequence[str], keys: Sequence[str]) -> Path:
-    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow([*columns, "method", "label", "n", *keys])
-        for s in summaries:
-            w.writerow([*(s["marks"].get(c, "") for c in columns), s["method"], s["label"], s["n"],
-                        *(s.get(k, "") for k in keys)])
-    return path
+    """The table's CSV: its leading columns (check marks), method, label, n, then ``keys``."""
+    rows = [{**{c: s["marks"].get(c, "") for c in columns}, "method": s["method"], "label": s["label"], "n": s["n"],
+             **{k: s.get(k, "") for k in keys}} for s in summaries]
+    return tables.write_rows_csv(path, rows, [*columns, "method", "label", "n", *keys])
 
 
 def plot_curve(path: Path, summaries: Sequence[dict], y: str, x_label: str, title: str) -> Path:
@@ -305,7 +291,7 @@ def check_table_destination(cfg: DictConfig) -> None:
     experiments = (project_root() / "experiments").resolve()
     if experiments != out and experiments not in out.parents:
         return
-    commit, dirty = tree_state()
+    commit, dirty = project_paths.tree_state()
     if dirty and not bool(cfg.get("allow_dirty", False)):
         raise InputError(f"the tree has uncommitted changes (at {commit}): a table in experiments/ must be "
                          "computed on a clean tree; commit first, write elsewhere (table.out=...), or pass "
@@ -360,7 +346,7 @@ def write_paper_table(cfg: DictConfig, rows: Sequence[dict], dataset: Any, not_r
     if spec.get("notes"):
         text += "\n" + str(spec["notes"]).strip() + "\n"
     paths = {"md": out / f"{name}.md"}
-    write_text_atomic(paths["md"], text)
+    tables.write_markdown(paths["md"], text)
     keys = [*metrics, *extra, "seconds_per_volume", *EDIT_KEYS, "share_accepted", "share_rejected",
             "share_escalated"]
     paths["csv"] = write_csv(out / f"{name}.csv", summaries, columns, keys)
@@ -386,6 +372,6 @@ def write_not_run(cfg: DictConfig, dataset_name: str, reason: str, synthetic: bo
     if spec.get("notes"):
         lines += ["", str(spec["notes"]).strip()]
     path = out / f"{spec['name']}.md"
-    write_text_atomic(path, "\n".join(lines) + "\n")
+    tables.write_markdown(path, "\n".join(lines) + "\n")
     print("\n".join(lines))
     return path

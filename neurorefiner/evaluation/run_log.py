@@ -14,9 +14,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neurorefiner.evaluation.tables import row_columns
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from neurorefiner.evaluation.plan import Plan
 
 
 def _cell(value: Any) -> Any:
@@ -69,3 +74,22 @@ def log_evaluation(loggers: Sequence[Any], rows: Sequence[Mapping[str, Any]],
         finish = getattr(getattr(logger, "experiment", None), "finish", None)
         if callable(finish):  # a wandb run: close it so its offline directory is complete
             finish()
+
+
+def send_to_loggers(cfg: DictConfig, plan: Plan, rows: list[dict], summary: list[dict], figures: dict[str, Path],
+                    loggers: list[Any] | None) -> None:
+    """The rows, the summary and the figures of an evaluation to its experiment loggers: ``loggers`` as given,
+    or (None) those ``cfg.logger`` builds, none when it is unset (then nothing is imported)."""
+    if loggers is None:
+        from neurorefiner.training.loggers import build_loggers
+
+        loggers = build_loggers(cfg)  # [] when cfg.logger is unset: nothing imported
+    if not loggers:
+        return
+    from neurorefiner.evaluation.paper_tables import provenance
+
+    log_evaluation(loggers, rows, summary, figures,
+                   {"dataset": plan.dataset, "split": plan.split, "segmenter": plan.segmenter,
+                    "methods": plan.methods, "protocols": plan.protocols, "settings_key": plan.settings,
+                    "method_keys": dict(plan.keys), "commit": provenance("")["commit"],
+                    "out_dir": str(plan.out_dir)})

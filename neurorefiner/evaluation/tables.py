@@ -1,14 +1,21 @@
-"""Paper-style tables from per-volume metric rows: mean per method, metrics in the paper's order."""
+"""The one writer of every table, a paper table (:mod:`neurorefiner.evaluation.paper_tables`) or a study's
+(:mod:`neurorefiner.studies`): rows as CSV (:func:`write_rows_csv`), a Markdown file (:func:`write_markdown`),
+the provenance stamp a table carries (:func:`provenance`: command, UTC date, commit), and the paper-style
+summaries (mean per method, metrics in the paper's order). No other module of the package writes CSV
+(tests/unit/test_layering.py holds it), so every table's file is made one way: atomically, with the same
+dialect and the same column rule."""
 
 from __future__ import annotations
 
 import csv
+import datetime as _dt
+import io
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from neurorefiner.io.atomic import atomic_path
+from neurorefiner.io.atomic import write_text_atomic
 
 PAPER_METRICS = ("SD", "SSD", "PRE", "REC", "F1", "MES")
 LOWER_IS_BETTER = {"SD", "SSD", "pSSD"}
@@ -22,14 +29,39 @@ def row_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return keys
 
 
-def write_rows_csv(path: Path, rows: Sequence[dict]) -> Path:
-    """Per-volume rows, one CSV (atomic)."""
-    keys = row_columns(rows)
-    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=keys)
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
+def write_rows_csv(path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, *,
+                   ignore_extra: bool = False) -> Path:
+    """Rows as one CSV file (atomic: a reader never sees half a table), a header line then one line per row.
+
+    ``columns``: the header, in order (default: every key of the rows, first-seen order,
+    :func:`row_columns`); a row without a column leaves its cell empty. A row key outside ``columns`` is an
+    error (a figure silently dropped) unless ``ignore_extra``. Values are written as ``str`` gives them: format
+    them first where a table wants fewer digits."""
+    keys = row_columns(rows) if columns is None else list(columns)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=keys, extrasaction="ignore" if ignore_extra else "raise")
+    writer.writeheader()
+    writer.writerows(rows)
+    return write_text_atomic(path, buf.getvalue())
+
+
+def write_markdown(path: str | Path, text: str) -> Path:
+    """A table's Markdown file (atomic); ``text`` as given (end it with a newline)."""
+    return write_text_atomic(path, text)
+
+
+def utc_now() -> str:
+    """The date and time a table is made, as every table states it: ``YYYY-MM-DD HH:MM UTC``."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def provenance(command: str) -> dict[str, str]:
+    """A table's stamp: the ``command`` that makes it, the UTC date (:func:`utc_now`) and the short commit
+    (``+dirty`` when tracked files have uncommitted changes, :func:`neurorefiner.paths.git_commit`). Take it
+    before the run writes its own tracked outputs, or the commit reads ``+dirty``."""
+    from neurorefiner.paths import git_commit
+
+    return {"command": command, "date": utc_now(), "commit": git_commit()}
 
 
 def label_methods(rows: Sequence[dict], field: str = "method_protocol") -> list[dict]:

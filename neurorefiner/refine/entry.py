@@ -15,7 +15,6 @@ from omegaconf import DictConfig
 
 from neurorefiner.errors import InputError, exit_on_user_error
 from neurorefiner.io import check_same_shape, read_mask, read_volume
-from neurorefiner.io.spacing import resolve_spacing
 
 
 @exit_on_user_error
@@ -37,12 +36,11 @@ def run(cfg: DictConfig) -> dict:
     image = read_volume(cfg.image)
     mask = read_mask(cfg.mask)
     check_same_shape(image, mask)
-    spacing = resolve_spacing(cfg.get("spacing"), image, mask)  # no voxel size anywhere: one line, exit 2
     from neurorefiner.agents.roles import RoleError
     from neurorefiner.refine.local import refine_volume
 
     try:
-        return refine_volume(image, mask, cfg, spacing)
+        return refine_volume(image, mask, cfg)  # no voxel size anywhere: one line, exit 2
     except RoleError as exc:  # a model server down, or a model with nothing readable to say: one line, exit 2
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -24,7 +24,6 @@ from neurorefiner.agents.trace import REQUESTS_DIR, read_trace
 from neurorefiner.errors import InputError
 from neurorefiner.io import Volume, write_swc, write_volume
 from neurorefiner.io.atomic import write_text_atomic
-from neurorefiner.io.spacing import SpacingChoice, resolve_spacing
 from neurorefiner.refine.output_lock import OutputLock, check_output_dir
 from neurorefiner.refine.report import build_report
 from neurorefiner.refine.run import RefineRun, differences
@@ -66,19 +65,17 @@ def claim_folder(out: Path, header: dict, resume: bool, overwrite: bool) -> Prio
     return prior
 
 
-def refine_volume(image: Volume, mask: Volume, cfg: Any, spacing: SpacingChoice | None = None) -> dict:
-    """Refine, write the outputs, return a summary (also printed). ``spacing``: the voxel size already resolved
-    (:func:`~neurorefiner.io.spacing.resolve_spacing`); by default resolved here from ``cfg.spacing`` and the
-    two files' calibration, so an uncalibrated stack without ``spacing=`` stops before any work."""
+def refine_volume(image: Volume, mask: Volume, cfg: Any) -> dict:
+    """Refine, write the outputs, return a summary (also printed). The run (:meth:`RefineRun.from_config`)
+    settles the voxel size from ``cfg.spacing`` and the two files' calibration, so an uncalibrated stack without
+    ``spacing=`` stops before any work."""
     out = check_output_dir(str(cfg.out))
-    if spacing is None:
-        spacing = resolve_spacing(cfg.get("spacing"), image, mask)
+    loop = RefineRun.from_config(cfg, image, mask)
     m = np.asarray(mask.load(), dtype=bool)
     if not m.any():
         print(f"nothing to refine: the mask {mask.source} is empty")
         return {"status": "nothing to refine"}
     with OutputLock(out, {"image": image.source, "mask": mask.source}):
-        loop = RefineRun.from_config(cfg, spacing)
         img = image.normalized()
         header = loop.header(img, m)
         prior = claim_folder(out, header, bool(cfg.get("resume", True)), bool(cfg.get("overwrite", False)))

@@ -4,9 +4,14 @@ Why one place: ``refine.py`` (:mod:`neurorefiner.refine.local`), the Dask run (:
 evaluation method (:class:`neurorefiner.evaluation.methods.NeuroRefiner`), ``neurorefiner inspect`` and the
 studies and bench cases that run the loop used to resolve their settings each in their own way:
 :class:`LoopSettings` built in four places, the spacing chosen in three, the roles built by hand in three.
-Each now builds a :class:`RefineRun` (:meth:`RefineRun.from_config` for a composed ``refine.yaml``,
-:meth:`RefineRun.build` for the pieces) and runs volumes with :meth:`RefineRun.run`, so a trace from any of
-them is read the same way (report, replay, resume) and records the same things, the voxel size among them.
+Each now builds a :class:`RefineRun` (:meth:`RefineRun.from_config` for a composed ``refine.yaml`` and its two
+inputs, which resolves the voxel size; :meth:`RefineRun.build` for the pieces) and runs volumes with
+:meth:`RefineRun.run`, so a trace from any of them is read the same way (report, replay, resume) and records the
+same things, the voxel size among them.
+
+A run built from config travels to another process (a Dask worker) as its settings, voxel size and the recipe of
+its roles and editor (:class:`Recipe`): the roles and the lazy editor are rebuilt where it lands, once per
+process that receives it, and nothing is resolved again from the config there.
 
 The settings' defaults live in :class:`~neurorefiner.agents.loop.LoopSettings` (spelled for Hydra in
 ``conf/loop/default.yaml``); a ``loop`` node only needs the keys that differ.
@@ -28,7 +33,7 @@ from neurorefiner.agents.factory import build_agents
 from neurorefiner.agents.loop import Agents, LoopResult, LoopSettings, PriorRun, run_loop
 from neurorefiner.agents.roles import Editor
 from neurorefiner.agents.trace import TRACE_VERSION, TraceWriter, array_hash
-from neurorefiner.io.spacing import SpacingChoice
+from neurorefiner.io.spacing import SpacingChoice, resolve_spacing
 from neurorefiner.io.volume import DEFAULT_SPACING, check_spacing
 
 #: what must match between a trace's run header and a new run for the new run to reuse the trace; the voxel
@@ -62,6 +67,26 @@ def editor_factory(editor_cfg: Any) -> Callable[[], Editor]:
     return instantiate(OmegaConf.create(node))
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """How a run's roles and editor are built: the resolved ``agent`` and ``editor`` nodes (secrets included,
+    they never reach a trace). What a run carries to another process instead of built objects: a loaded
+    judge, a network or a model server's client are rebuilt there, as the run that sent them built them."""
+
+    agent: dict
+    editor: dict
+
+    def agents(self) -> tuple[Agents, list[str], dict]:
+        """The roles, the secrets to keep out of the trace and the roles' secret-free description."""
+        from omegaconf import OmegaConf
+
+        return build_agents(OmegaConf.create(self.agent))
+
+    def lazy_editor(self) -> LazyEditor:
+        """The editor, built on its first edit."""
+        return LazyEditor(editor_factory(self.editor))
+
+
 @dataclass
 class RefineRun:
     """Everything one run of Algorithm 1 needs: roles, editor, settings and the voxel size with its source.
@@ -77,6 +102,7 @@ class RefineRun:
     description: dict = field(default_factory=dict)
     spacing: tuple[float, float, float] = DEFAULT_SPACING
     spacing_from: str = "not given (1, 1, 1 um)"
+    recipe: Recipe | None = field(default=None, repr=False, compare=False)
 
     # ------------------------------------------------------------------------------------------ building
     @classmethod
@@ -93,13 +119,22 @@ class RefineRun:
         agents, secrets, described = build_agents(node, role_kwargs)
         settings = loop_settings(t_max, loop)
         built = editor_object if editor_object is not None else LazyEditor(editor_factory(editor))
-        run = cls(agents, built, settings, secrets, {"agent": described, "editor": plain(editor)})
+        # built from config alone, it can be rebuilt elsewhere; objects passed in cannot travel
+        recipe = Recipe(plain(agent), plain(editor)) if editor_object is None and not role_kwargs else None
+        run = cls(agents, built, settings, secrets, {"agent": described, "editor": plain(editor)}, recipe=recipe)
         return run if spacing is None else run.with_spacing(spacing)
 
     @classmethod
-    def from_config(cls, cfg: Any, spacing: SpacingChoice | None = None, **kwargs: Any) -> RefineRun:
-        """The run of a composed ``refine.yaml`` (``agent``, ``loop``, ``editor``, ``t_max``)."""
-        return cls.build(cfg.agent, cfg.get("loop"), cfg.get("editor"), int(cfg.get("t_max", 5)), spacing, **kwargs)
+    def from_config(cls, cfg: Any, image: Any = None, mask: Any = None, **kwargs: Any) -> RefineRun:
+        """The run of a composed ``refine.yaml`` (``agent``, ``loop``, ``editor``, ``t_max``, ``spacing``).
+
+        With the inputs (``image`` and ``mask``: :class:`~neurorefiner.io.Volume` or
+        :class:`~neurorefiner.io.ome_zarr.ZarrSource`) the voxel size is settled here, the one place of every
+        refine run (local and Dask): ``spacing=`` over the files' calibration, and with neither an
+        :class:`~neurorefiner.errors.InputError` naming the file (exit 2) before any role is built. Without
+        them (``neurorefiner inspect``, tests) the run is at 1, 1, 1 um until :meth:`with_spacing`."""
+        choice = None if image is None else resolve_spacing(cfg.get("spacing"), image, mask)
+        return cls.build(cfg.agent, cfg.get("loop"), cfg.get("editor"), int(cfg.get("t_max", 5)), choice, **kwargs)
 
     def with_spacing(self, spacing: SpacingChoice | tuple | list, source: str | None = None) -> RefineRun:
         """The same run (same roles and editor objects) at another voxel size."""
@@ -111,13 +146,30 @@ class RefineRun:
                                    spacing_from=source or "given")
 
     # ------------------------------------------------------------------------------------------ running
-    def header(self, image: np.ndarray, mask: np.ndarray) -> dict:
+    def header(self, image: np.ndarray | Mapping[str, Any], mask: np.ndarray | Mapping[str, Any],
+               **extra: Any) -> dict:
         """The trace's first record: what must match (:func:`same_run`) for a restart to reuse the trace, and
-        where the voxel size came from."""
-        return {"type": "run", "version": TRACE_VERSION, "image_hash": array_hash(np.asarray(image, np.float32)),
-                "mask_hash": array_hash(np.asarray(mask, bool)), "spacing": list(self.spacing),
+        where the voxel size came from. ``image`` and ``mask`` are the arrays refined (recorded by their
+        hashes) or, for a volume too large to hash at once (the Dask run), a description of each (path, shape,
+        statistics; recorded as given); ``extra`` adds what else the run must match (the Dask run's engine and
+        tile plan, a tile)."""
+        if isinstance(image, Mapping) or isinstance(mask, Mapping):
+            inputs: dict = {"image": dict(image), "mask": dict(mask)}  # type: ignore[arg-type]
+        else:
+            inputs = {"image_hash": array_hash(np.asarray(image, np.float32)),
+                      "mask_hash": array_hash(np.asarray(mask, bool))}
+        return {"type": "run", "version": TRACE_VERSION, **inputs, "spacing": list(self.spacing),
                 "spacing_from": self.spacing_from, "settings": self.settings.as_dict(),
-                "agent": self.description.get("agent"), "editor": self.description.get("editor")}
+                "agent": self.description.get("agent"), "editor": self.description.get("editor"), **extra}
+
+    def __reduce__(self) -> tuple:
+        """Pickled as its recipe, settings and voxel size (the roles and editor are rebuilt on unpickling):
+        what lets the Dask driver hand its run to the workers."""
+        if self.recipe is None:
+            raise TypeError("a RefineRun built with objects (editor_object, role_kwargs) cannot be sent to another "
+                            "process; build it from config alone")
+        return (_rebuilt, (self.recipe, self.settings, self.secrets, self.description, self.spacing,
+                           self.spacing_from))
 
     def run(self, image: np.ndarray, mask: np.ndarray, trace_path: str | Path | None = None,
             inputs: Mapping[str, Any] | None = None, prior: PriorRun | None = None, header: dict | None = None,
@@ -140,6 +192,14 @@ class RefineRun:
                          "seconds": round(time.perf_counter() - t0, 3), "counts": result.counts,
                          "converged": result.converged})
         return result
+
+
+def _rebuilt(recipe: Recipe, settings: LoopSettings, secrets: list[str], description: dict,
+             spacing: tuple[float, float, float], spacing_from: str) -> RefineRun:
+    """A pickled :class:`RefineRun` on arrival: roles and editor from its recipe, everything else as sent."""
+    agents, _, _ = recipe.agents()
+    return RefineRun(agents, recipe.lazy_editor(), settings, list(secrets), dict(description), tuple(spacing),
+                     spacing_from, recipe)
 
 
 WHAT = {"image_hash": "another image", "mask_hash": "another mask", "version": "an older trace format",

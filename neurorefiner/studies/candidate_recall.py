@@ -98,18 +98,13 @@ def candidate_recall(dataset: str, split: str, sources: Sequence[str], out: Path
                      augment: int = 1, progress: bool = True, command: str = "") -> Path:
     """The table over a dataset split's masks (segmenters' masks and ``augment`` defect-cut copies of each; for
     source ``gold``, defect-cut copies of the rendered gold mask only)."""
-    import csv
-    import datetime as dt
-    import io
-
     from tqdm import tqdm
 
     from neurorefiner.agents.learned.mining import GOLD_STRENGTH, _case_masks, check_source, dataset_cases
     from neurorefiner.agents.learned.training import GoldCase, augmented_masks
-    from neurorefiner.io.atomic import write_text_atomic
-    from neurorefiner.paths import git_commit
+    from neurorefiner.evaluation.tables import provenance, write_markdown, write_rows_csv
 
-    commit = git_commit()  # before this run writes its own tracked outputs (else the table reads +dirty)
+    stamp = provenance(command)  # before this run writes its own tracked outputs (else the table reads +dirty)
     check_source(dataset, split)
     cases = dataset_cases(dataset, split, limit)
     rows = []
@@ -129,15 +124,10 @@ def candidate_recall(dataset: str, split: str, sources: Sequence[str], out: Path
                              **case_recall(image, m, gold, spacing)})
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-    w.writeheader()
-    w.writerows(rows)
-    write_text_atomic(out / f"candidate_recall_{dataset}.csv", buf.getvalue())
-    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    write_rows_csv(out / f"candidate_recall_{dataset}.csv", rows)
     kind = "SYNTHETIC" if dataset.startswith("synthetic") else "real data"
     lines = [f"# Candidate recall: {dataset} {split} ({kind})", "",
-             f"Produced by `{command}` on {when} at commit `{commit}`.", "",
+             f"Produced by `{command}` on {stamp['date']} at commit `{stamp['commit']}`.", "",
              "Gold-vetted breaks within the 8 um reach (neurorefiner.studies.candidate_recall) and the share the "
              "join search covers; `tree`: breaks with the tree (the largest piece) on one side, the ones the "
              "default search is meant to offer this round. Variant 0: the mask itself; 1..: defect-cut copies.", "",
@@ -152,4 +142,4 @@ def candidate_recall(dataset: str, split: str, sources: Sequence[str], out: Path
             cov, tcov = sum(r[f"{name}: covered"] for r in rs), sum(r[f"{name}: tree covered"] for r in rs)
             lines.append(f"| {name} ({subset}) | {len(rs)} | {b} | {100 * cov / max(b, 1):.1f} | {t} | "
                          f"{100 * tcov / max(t, 1):.1f} | {sum(r[f'{name}: joins'] for r in rs)} |")
-    return write_text_atomic(out / f"candidate_recall_{dataset}.md", "\n".join(lines) + "\n")
+    return write_markdown(out / f"candidate_recall_{dataset}.md", "\n".join(lines) + "\n")

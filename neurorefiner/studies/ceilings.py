@@ -16,7 +16,6 @@ the test stacks: the command runs on dev / val splits. Command: ``neurorefiner s
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -172,19 +171,6 @@ def summary_table(rows: list[dict], title: str, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_rows(rows: list[dict], path: Path) -> Path:
-    import io
-
-    from neurorefiner.io.atomic import write_text_atomic
-
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-    w.writeheader()
-    w.writerows(rows)
-    write_text_atomic(path, buf.getvalue())
-    return path
-
-
 ROW_NOTES = {
     "initial": "the segmenter's mask",
     "classical": "drop specks + brightest-path bridging (conf/method/classical.yaml)",
@@ -212,6 +198,7 @@ def ceilings(dataset: str, split: str, segmenters: Sequence[str], out: Path, loo
     split the gold-vetted rows only: nothing is trained or run there)."""
     from neurorefiner.agents.learned.training import gold_cases, held_out_judges, held_out_scores, labelled_set
     from neurorefiner.errors import InputError
+    from neurorefiner.evaluation.tables import provenance, write_markdown, write_rows_csv
 
     held_out = split == "test"
     if held_out and loop:
@@ -230,17 +217,13 @@ def ceilings(dataset: str, split: str, segmenters: Sequence[str], out: Path, loo
     rows, _ = run_ceilings(cases, judges, progress=progress, loop=loop)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_rows(rows, out / f"ceilings_{dataset}_{split}.csv")
     segs = ",".join(segmenters)
-    command = (f"neurorefiner study ceilings --dataset {dataset} --split {split} --segmenters {segs} --out {out}"
-               + ("" if loop else " --no-loop") + (f" --limit {limit}" if limit else ""))
+    stamp = provenance(f"neurorefiner study ceilings --dataset {dataset} --split {split} --segmenters {segs} "
+                       f"--out {out}" + ("" if loop else " --no-loop") + (f" --limit {limit}" if limit else ""))
+    write_rows_csv(out / f"ceilings_{dataset}_{split}.csv", rows)
     kind = "SYNTHETIC" if dataset.startswith("synthetic") else "real data"
-    import datetime as dt
-
-    from neurorefiner.paths import git_commit
-
-    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    md = summary_table(rows, f"Ceilings: {dataset} {split} ({kind})", f"{command}` on {when} at commit `{git_commit()}")
+    md = summary_table(rows, f"Ceilings: {dataset} {split} ({kind})",
+                       f"{stamp['command']}` on {stamp['date']} at commit `{stamp['commit']}")
     md += "\nRoot-seeded APP2, scored as the tables are; SD/SSD in voxels, PRE/REC/F1 in %.\n\n"
     md += "\n".join(f"- `{k}`: {v}" for k, v in ROW_NOTES.items()) + "\n"
     if data is not None:
@@ -248,6 +231,4 @@ def ceilings(dataset: str, split: str, segmenters: Sequence[str], out: Path, loo
            "stacks, both segmenters' masks of a stack held out together; candidates of defect-cut copies of the "
                "masks included, see neurorefiner.agents.learned.augment):\n\n"
                + judge_table(held_out_scores(data, judges)))
-    from neurorefiner.io.atomic import write_text_atomic
-
-    return write_text_atomic(out / f"ceilings_{dataset}_{split}.md", md)
+    return write_markdown(out / f"ceilings_{dataset}_{split}.md", md)

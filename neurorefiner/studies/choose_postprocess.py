@@ -18,7 +18,6 @@ checkpoint (with ``ship_to``: in a copy of the chosen checkpoint written there).
 
 from __future__ import annotations
 
-import csv
 import json
 import shutil
 from pathlib import Path
@@ -120,6 +119,7 @@ def choose_postprocess(dataset: str, arch: str, model: Path | list[Path], out: P
     import torch
     from tqdm import tqdm
 
+    from neurorefiner.evaluation.tables import write_markdown, write_rows_csv
     from neurorefiner.inference.segmenter import load_segmenter, record_postprocess, segment_array
     from neurorefiner.io.atomic import atomic_path, write_text_atomic
     from neurorefiner.paths import project_root
@@ -163,12 +163,9 @@ def choose_postprocess(dataset: str, arch: str, model: Path | list[Path], out: P
     name = name or arch
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"{dataset}_{name}_postprocess_val"
-    with atomic_path(stem.with_suffix(".csv")) as tmp, open(tmp, "w", newline="") as fh:
-        w = csv.DictWriter(fh, list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows_csv(stem.with_suffix(".csv"), rows)
     text = markdown(name, dataset, models if len(models) > 1 else models[0], len(cases), summary, chosen, protocol)
-    write_text_atomic(stem.with_suffix(".md"), text)
+    write_markdown(stem.with_suffix(".md"), text)
     post = PostProcess(chosen["threshold"], 0, int(chosen["keep_largest"]), chosen["bridge_um"])
     choice = {**post.as_dict(), **({"checkpoint": str(winner)} if len(models) > 1 else {})}
     write_text_atomic(stem.with_suffix(".json"), json.dumps(choice, indent=1) + "\n")

@@ -21,7 +21,6 @@ study segmenter-cv``.
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import time
@@ -271,7 +270,8 @@ def choose(runs: list[Path], out: Path, thresholds: tuple[float, ...] = THRESHOL
            keep: tuple[int, ...] = KEEP, bridge: tuple[float, ...] = BRIDGE) -> str:
     """Score, choose and write ``cv_dev.md``, ``cv_dev_cases.csv`` and ``choice.json`` under ``out``; returns
     the head of the markdown (rule, speed, choice)."""
-    from neurorefiner.io.atomic import atomic_path, write_text_atomic
+    from neurorefiner.evaluation.tables import write_markdown, write_rows_csv
+    from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.postprocessing.choose import TIE_F1
 
     if budget_s is not None and bench is None:
@@ -283,10 +283,7 @@ def choose(runs: list[Path], out: Path, thresholds: tuple[float, ...] = THRESHOL
     seconds_of = (lambda members: members * one_network_s) if budget_s is not None else None
     summary, chosen = summarise(rows, len(held), seconds_of, budget_s)
     out.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out / "cv_dev_cases.csv") as tmp, open(tmp, "w", newline="") as fh:
-        w = csv.DictWriter(fh, list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows_csv(out / "cv_dev_cases.csv", rows)
     variants = sorted({(s["members"], s["steps"]) for s in summary})
     best_of = {v: next(s for s in summary if (s["members"], s["steps"]) == v) for v in variants}
     seeds = {v: sorted({r["run"] for r in rows if (r["members"], r["steps"]) == v}) for v in variants}
@@ -324,7 +321,7 @@ def choose(runs: list[Path], out: Path, thresholds: tuple[float, ...] = THRESHOL
         lines.append(f"| {case} | " + " | ".join(cells) + " |")
     lines += ["", "Every setting (means over the held-out cases), best F1 first:", "", *TABLE_HEAD]
     lines += [table_row(s) for s in summary]
-    write_text_atomic(out / "cv_dev.md", "\n".join(lines) + "\n")
+    write_markdown(out / "cv_dev.md", "\n".join(lines) + "\n")
     choice = {k: chosen[k] for k in (*SETTING, "F1", "SSD")}
     if budget_s is not None:
         choice |= {"seconds_256": round(chosen["seconds_256"], 1), "speed_budget_s": budget_s}

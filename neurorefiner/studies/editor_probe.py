@@ -35,9 +35,6 @@ the input kept apart), share of the noise removed. :func:`summarize` turns the r
 
 from __future__ import annotations
 
-import csv
-import datetime as _dt
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -524,18 +521,6 @@ def time_break_edit(refiner: Any, volumes: Sequence[ProbeVolume], shape: Triple 
 
 
 # ---------------------------------------------------------------------------------------------- report
-def commit_id(root: Path) -> str:
-    """Short commit of the checkout (``+dirty`` when the working tree differs), or ``unknown``."""
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return sha + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def fmt(v: Any) -> str:
     if v is None:
         return "-"
@@ -602,21 +587,16 @@ def write_report(out_dir: Path, rows: Sequence[dict[str, Any]], summary: Sequenc
                  meta: dict[str, Any], speed: dict[str, float] | None = None) -> list[Path]:
     """``editor_probe.md`` (setup, headline vs targets, full table, speed), ``editor_probe.csv``
     (the summary) and ``editor_probe_edits.csv`` (one row per edit), each with date and commit."""
-    from neurorefiner.io.atomic import write_text_atomic
+    from neurorefiner.evaluation.tables import write_markdown, write_rows_csv
 
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = {"date": meta["date"], "commit": meta["commit"]}
     paths = []
     for name, fields_, data in (("editor_probe.csv", SUMMARY_FIELDS, summary),
                                 ("editor_probe_edits.csv", list(rows[0]) if rows else [], rows)):
-        path = out_dir / name
-        with open(path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=[*fields_, "date", "commit"], extrasaction="ignore")
-            w.writeheader()
-            for r in data:
-                w.writerow({**{k: fmt(r.get(k)) if isinstance(r.get(k), float) else r.get(k) for k in fields_},
-                            **stamp})
-        paths.append(path)
+        cells = [{**{k: fmt(r.get(k)) if isinstance(r.get(k), float) else r.get(k) for k in fields_}, **stamp}
+                 for r in data]
+        paths.append(write_rows_csv(out_dir / name, cells, [*fields_, "date", "commit"]))
     lines = ["# Editor probe: does TopoRefiner do what it is told?", "",
              f"Made {meta['date']} at commit {meta['commit']} by `{meta['command']}`.", "",
              f"Data (development only): {meta['data']}. Blocks {meta['size']} (z, y, x), {meta['n_per_kind']} "
@@ -653,10 +633,6 @@ def write_report(out_dir: Path, rows: Sequence[dict[str, Any]], summary: Sequenc
               "|" + "---|" * len(SUMMARY_FIELDS)]
     lines += ["| " + " | ".join(fmt(s.get(k)) for k in SUMMARY_FIELDS) + " |" for s in summary]
     md = out_dir / "editor_probe.md"
-    write_text_atomic(md, "\n".join(lines) + "\n")
+    write_markdown(md, "\n".join(lines) + "\n")
     paths.append(md)
     return paths
-
-
-def today() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -148,9 +148,10 @@ def _timing(opts: ProbeOptions, refiner: Any, volumes: Sequence[Any]) -> dict[st
 
 def report_meta(opts: ProbeOptions, found: Defects, refiner: Any, command: str) -> dict[str, Any]:
     """The report's header: date, commit, the command, the data (SYNTHETIC stacks said so) and the settings."""
-    root = Path(__file__).resolve().parents[2]
+    from neurorefiner.evaluation.tables import provenance
+
     cfg = refiner.decoding_config
-    return {"date": ep.today(), "commit": ep.commit_id(root), "command": command,
+    return {**provenance(command),
             "data": ", ".join(v.name for v in found.volumes)
                     + (" (synthetic stacks are SYNTHETIC)" if opts.synthetic else ""),
             "size": opts.block, "n_per_kind": opts.n, "kinds": list(opts.kinds), "seed": opts.seed,

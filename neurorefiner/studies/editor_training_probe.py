@@ -1,5 +1,6 @@
 """Score TopoRefineNet checkpoints on held-out development defects, raw network only: what a training
-recipe (loss, data, budget) buys the network itself, before any decoding helps.
+recipe (loss, data, budget) buys the network itself, before any decoding helps. Command: ``neurorefiner study
+training-probe --out DIR NAME=CHECKPOINT ...``; ``neurorefiner study probe-table`` puts the scores in one table.
 
 The scoring is the editor probe's (:mod:`neurorefiner.studies.editor_probe`: its defect makers, real
 segmenter defects, per-edit figures and summary), restricted to what training decides and to data no
@@ -177,34 +178,7 @@ def _plain(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else str(v)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m neurorefiner.studies.editor_training_probe --out DIR name=ckpt ...``"""
-    import argparse
-
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("checkpoints", nargs="+", help="name=path of each checkpoint to score")
-    p.add_argument("--out", required=True)
-    p.add_argument("--n", type=int, default=30, help="defects per kind")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--operation-gate", action="store_true",
-                   help="take out the edits the instruction's operation forbids (connect/repair add, remove deletes)")
-    p.add_argument("--passes", type=int, default=1,
-                   help="network passes per edit, each fed the last one's raw result (1 = one pass)")
-    p.add_argument("--thresholds", default="0.5",
-                   help="comma-separated change thresholds (a voxel changes where the network gives the change at "
-                        "least this probability); the first is the json's headline (default 0.5 = the plain cut)")
-    p.add_argument("--standin-segmenters", default="",
-                   help="comma-separated stand-in segmenters (unet3d, nnunet_style) whose real breaks and noise on the "
-                        "SYNTHETIC probe stacks are added (default: none, OP_6's only)")
-    args = p.parse_args(argv)
-    named = dict(c.split("=", 1) for c in args.checkpoints)
-    thresholds = [float(t) for t in args.thresholds.split(",") if t.strip()]
-    standins = [s for s in args.standin_segmenters.split(",") if s.strip()]
-    for name, by_t in run(named, args.out, args.n, args.seed, args.operation_gate, args.passes, thresholds,
-                          standins).items():
-        for t, head in by_t.items():
-            print(name, f"threshold={t}", " ".join(f"{k}={'-' if v is None else f'{v:.3f}'}" for k, v in head.items()))
-
-
-if __name__ == "__main__":
-    main()
+def headline_lines(result: dict) -> list[str]:
+    """One line per checkpoint and threshold of :func:`run`'s result: ``name threshold=t figure=value ...``."""
+    return [f"{name} threshold={t} " + " ".join(f"{k}={'-' if v is None else f'{v:.3f}'}" for k, v in head.items())
+            for name, by_t in result.items() for t, head in by_t.items()]

@@ -16,18 +16,14 @@ fragmentation``), never by editing masks or rows.
 
 from __future__ import annotations
 
-import csv
-import datetime
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from neurorefiner.errors import InputError
-from neurorefiner.io.atomic import atomic_path
+from neurorefiner.evaluation.tables import provenance, write_markdown, write_rows_csv
 from neurorefiner.io.swc import Tree
-from neurorefiner.paths import project_root
 
 KEYS = ("gold_mm", "covered", "segments", "breaks_per_mm", "pieces", "root_piece")
 
@@ -125,12 +121,10 @@ def write_report(rows: Sequence[dict], out: Path, name: str = "fragmentation") -
     """``<name>.md`` (summary + per case, with date and commit) and ``<name>_cases.csv`` under ``out``."""
     if not rows:
         raise InputError("no fragmentation rows to write")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=project_root()).stdout.strip()
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = provenance("neurorefiner study fragmentation")
     head = "| dataset | split | segmenter | n | gold mm | covered % | runs | breaks / mm | pieces | root piece % |"
-    lines = [f"# Fragmentation along the gold path\n\nMade {when} at commit {commit} by `neurorefiner study "
-             "fragmentation` (see `run.sh` beside this file). Synthetic presets are SYNTHETIC stand-ins. "
+    lines = [f"# Fragmentation along the gold path\n\nMade {stamp['date']} at commit {stamp['commit']} by "
+             f"`{stamp['command']}` (see `run.sh` beside this file). Synthetic presets are SYNTHETIC stand-ins. "
              "`root piece` bounds a root-seeded trace's recall; `breaks / mm` pools the runs over gold length.\n",
              head, "|" + "---|" * 10]
     for s in summarise(rows):
@@ -142,10 +136,6 @@ def write_report(rows: Sequence[dict], out: Path, name: str = "fragmentation") -
         lines.append(f"| {r['case']} | " + " | ".join(f"{r[k]:.3g}" for k in KEYS) + " |")
     text = "\n".join(lines) + "\n"
     out.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out / f"{name}.md") as tmp:
-        Path(tmp).write_text(text)
-    with atomic_path(out / f"{name}_cases.csv") as tmp, open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["dataset", "split", "segmenter", "case", *KEYS])
-        w.writeheader()
-        w.writerows(rows)
+    write_markdown(out / f"{name}.md", text)
+    write_rows_csv(out / f"{name}_cases.csv", rows, ["dataset", "split", "segmenter", "case", *KEYS])
     return text

@@ -14,7 +14,6 @@ shipped network's cached masks (``neurorefiner study segmenter-rows``). Writes `
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
@@ -126,7 +125,7 @@ def gold_scope(split: str, out: Path, margin: int = MARGIN_VOXELS, threshold: fl
 
     from neurorefiner.baselines.naive import otsu_mask
     from neurorefiner.data import get_dataset
-    from neurorefiner.io.atomic import atomic_path, write_text_atomic
+    from neurorefiner.evaluation.tables import write_markdown, write_rows_csv
 
     if margin < 0:
         raise InputError(f"--margin must be 0 or more voxels, got {margin}")
@@ -148,12 +147,9 @@ def gold_scope(split: str, out: Path, margin: int = MARGIN_VOXELS, threshold: fl
             views.append((name, image.max(axis=0), masks[name][0][1].max(axis=0), gold.zyx, box))
     out.mkdir(parents=True, exist_ok=True)
     stem = f"gold_scope_{split}"
-    with atomic_path(out / f"{stem}_cases.csv") as tmp, open(tmp, "w", newline="") as fh:
-        w = csv.DictWriter(fh, list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows_csv(out / f"{stem}_cases.csv", rows)
     text = table(rows, split, margin, threshold, bridge_um)
-    write_text_atomic(out / f"{stem}.md", text)
+    write_markdown(out / f"{stem}.md", text)
     plot_views(views, out / f"{stem}.png", split)
     return text
 

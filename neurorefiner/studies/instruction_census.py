@@ -6,7 +6,7 @@ The text path of TopoRefineNet only learns something at use if the sentence chan
 ``trace.jsonl`` or ``evaluate.py``'s ``traces/<split>/<segmenter>/<method>/<case>.jsonl``) and counts, so the
 figure in ``experiments/editor/`` comes from a command, not from reading traces by eye.
 
-``python -m neurorefiner.studies.instruction_census TRACE_OR_DIR ... [--out FILE.md]``
+``neurorefiner study instruction-census TRACE_OR_DIR ... [--out FILE.md]``
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from neurorefiner.agents.trace import read_trace
-from neurorefiner.io.atomic import atomic_path
+from neurorefiner.evaluation.tables import write_markdown
 
 
 @dataclass(frozen=True)
@@ -83,26 +83,12 @@ def to_markdown(rows: Sequence[Census], root: Path | None = None) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    import argparse
-
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("traces", nargs="+", help="trace files or folders holding them")
-    p.add_argument("--out", help="write the table here (markdown) as well as printing it")
-    p.add_argument("--root", help="print trace names relative to this folder")
-    args = p.parse_args(argv)
-    try:
-        files = trace_files(args.traces)
-    except FileNotFoundError as err:
-        raise SystemExit(f"error: {err}") from None
-    rows = [census(read_trace(f, repair=False), str(f)) for f in files]
-    rows = [c for c in rows if c.tries]
-    table = to_markdown(rows, Path(args.root) if args.root else None)
-    print(table, end="")
-    if args.out:
-        with atomic_path(args.out) as tmp:
-            Path(tmp).write_text(table)
-
-
-if __name__ == "__main__":
-    main()
+def write_census(traces: Sequence[str | Path], out: str | Path | None = None, root: str | Path | None = None) -> str:
+    """The census table of the traces named (files, or folders holding them): one line per trace that has
+    Advisor tries, trace names relative to ``root`` when given; written to ``out`` (Markdown) when given.
+    Returns the table."""
+    rows = [census(read_trace(f, repair=False), str(f)) for f in trace_files(traces)]
+    table = to_markdown([c for c in rows if c.tries], Path(root) if root else None)
+    if out:
+        write_markdown(Path(out), table)
+    return table

@@ -8,19 +8,17 @@ edit) into one ``OUT``; each row is kept as ``OUT/rows/<settings>/<split>/<segme
 (segmenter, method) with F1 per case and the pooled means, then appends the sentence census of the traces
 (:mod:`neurorefiner.studies.instruction_census`).
 
-``python -m neurorefiner.studies.instructions_table OUT --split test --target experiments/editor/instructions_test.md``
+``neurorefiner study instructions-table OUT --split test --target experiments/editor/instructions_test.md``
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from neurorefiner.agents.trace import read_trace
-from neurorefiner.evaluation.tables import summarize
-from neurorefiner.io.atomic import write_text_atomic
+from neurorefiner.evaluation.tables import summarize, write_markdown
 from neurorefiner.studies.instruction_census import Census, census, to_markdown, trace_files
 from neurorefiner.studies.rows_table import SEGMENTER_NAMES, order, read_rows, score_table, stamp
 
@@ -66,23 +64,5 @@ def write(out: Path, split: str, target: Path, command: str) -> str:
             "\nThe sentences in the traces (a defect is one (round, block, index) of the loop; a stack whose "
             "Inspector proposes nothing has no Advisor call and no line):\n\n"
             + to_markdown(counted, out / "traces") + "\n" + findings(rows, counted))
-    write_text_atomic(target, text)
+    write_markdown(target, text)
     return text
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", type=Path, help="the out_dir instructions_test.sh passed to evaluate.py")
-    parser.add_argument("--split", default="test")
-    parser.add_argument("--target", type=Path, required=True, help="the markdown file to write")
-    parser.add_argument("--command", default="bash experiments/editor/instructions_test.sh",
-                        help="the command named in the table's header")
-    args = parser.parse_args(argv)
-    try:
-        print(write(args.out, args.split, args.target, args.command))
-    except FileNotFoundError as err:
-        raise SystemExit(f"error: {err}") from None
-
-
-if __name__ == "__main__":
-    main()

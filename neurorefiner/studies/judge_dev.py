@@ -38,19 +38,16 @@ def judge_dev(root: Path, out: Path, stacks: Sequence[str], models: dict[str, st
     """``loop``: each judge also drives the learned loop with the shipped editor (rows ``..., in the loop``:
     the NeuroRefiner row it would give, :func:`neurorefiner.studies.ceilings.loop_mask`). Outputs
     ``judge_dev[_loop][_<segmenter> when not unet3d].md`` and ``.csv``."""
-    import datetime as dt
-
     from tqdm import tqdm
 
     from neurorefiner.agents.candidates import apply_candidates, find_candidates
     from neurorefiner.agents.learned.judge import CropView, Judge
     from neurorefiner.agents.learned.roles import choose, join_gate, shipped_judge
     from neurorefiner.agents.learned.training import gold_cases
-    from neurorefiner.io.atomic import write_text_atomic
-    from neurorefiner.paths import git_commit
-    from neurorefiner.studies.ceilings import classical_mask, loop_mask, protocol_scorer, write_rows
+    from neurorefiner.evaluation.tables import provenance, write_markdown, write_rows_csv
+    from neurorefiner.studies.ceilings import classical_mask, loop_mask, protocol_scorer
 
-    commit = git_commit()   # before this run writes its own tracked outputs (else the table reads +dirty)
+    stamp = provenance(command)   # before this run writes its own tracked outputs (else the table reads +dirty)
     score = protocol_scorer()
     shipped = Judge.load(shipped_judge())
     rows = []
@@ -74,12 +71,11 @@ def judge_dev(root: Path, out: Path, stacks: Sequence[str], models: dict[str, st
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     stem = "judge_dev" + ("_loop" if loop else "") + ("" if segmenter == "unet3d" else f"_{segmenter}")
-    write_rows(rows, out / f"{stem}.csv")
+    write_rows_csv(out / f"{stem}.csv", rows)
     names = list(dict.fromkeys(r["row"] for r in rows))
     stacks_done = list(dict.fromkeys(r["case"] for r in rows))
-    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"# The judge's choices made directly on DIADEM dev (real data, {segmenter} masks)", "",
-             f"Produced by `{command}` on {when} at commit `{commit}`.", "",
+             f"Produced by `{command}` on {stamp['date']} at commit `{stamp['commit']}`.", "",
              "Models of the new judge: " + ", ".join(f"{k}: {v}" for k, v in models.items())
              + ". Root-seeded APP2; F1 etc. in %.", "",
              "| row | " + " | ".join(f"F1[{c}]" for c in stacks_done) + " | mean F1 | mean PRE | mean REC |",
@@ -90,4 +86,4 @@ def judge_dev(root: Path, out: Path, stacks: Sequence[str], models: dict[str, st
         lines.append(f"| {name} | " + " | ".join(f"{100 * rs[c]['F1']:.2f}" for c in stacks_done) + " | "
                      + " | ".join(f"{100 * sum(v[k] for v in vals) / len(vals):.2f}" for k in ("F1", "PRE", "REC"))
                      + " |")
-    return write_text_atomic(out / f"{stem}.md", "\n".join(lines) + "\n")
+    return write_markdown(out / f"{stem}.md", "\n".join(lines) + "\n")

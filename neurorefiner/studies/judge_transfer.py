@@ -23,8 +23,6 @@ Model types: ``logistic`` (the shipped JSON judge's: hand features), ``lgbm`` (t
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -173,26 +171,13 @@ def markdown(rows: list[dict], command: str, when: str, commit: str, counts: dic
     return "\n".join(lines) + "\n"
 
 
-def write_csv(rows: list[dict], path: Path) -> Path:
-    from neurorefiner.io.atomic import write_text_atomic
-
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-    w.writeheader()
-    w.writerows(rows)
-    return write_text_atomic(path, buf.getvalue())
-
-
 def judge_transfer(root: Path, out: Path, kinds: Sequence[str], models: Sequence[str], epochs: int = 12,
                    progress: bool = True, command: str = "", shipped: Path | None = None,
                    calibrate: Sequence[int] = (), repeats: int = 50) -> Path:
-    import datetime as dt
-
     from neurorefiner.agents.learned.mining import load_table
-    from neurorefiner.io.atomic import write_text_atomic
-    from neurorefiner.paths import git_commit
+    from neurorefiner.evaluation.tables import provenance, write_markdown, write_rows_csv
 
-    commit = git_commit()   # before this run writes its own tracked outputs (else every table reads +dirty)
+    stamp = provenance(command)   # before this run writes its own tracked outputs (else every table reads +dirty)
     rows, counts = [], {}
     for kind in kinds:
         t = load_table(root, kind)
@@ -204,6 +189,5 @@ def judge_transfer(root: Path, out: Path, kinds: Sequence[str], models: Sequence
                                       repeats=repeats)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_csv(rows, out / "judge_transfer.csv")
-    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return write_text_atomic(out / "judge_transfer.md", markdown(rows, command, when, commit, counts))
+    write_rows_csv(out / "judge_transfer.csv", rows)
+    return write_markdown(out / "judge_transfer.md", markdown(rows, command, stamp["date"], stamp["commit"], counts))

@@ -161,7 +161,7 @@ def plot(preset: str, rows: list[dict], path: Path) -> None:
 
 def write_prior_compare(preset: str, tables: Path, out: Path, seeds: tuple[int, ...] = (0,)) -> str:
     """``prior_compare_<preset>.md``, ``.csv`` and ``.png`` under ``out``; returns the markdown."""
-    from neurorefiner.io.atomic import atomic_path, write_text_atomic
+    from neurorefiner.evaluation.tables import write_markdown, write_rows_csv
 
     if preset not in PRESETS:
         raise InputError(f"--preset must be one of {', '.join(PRESETS)}, got {preset!r}")
@@ -173,10 +173,7 @@ def write_prior_compare(preset: str, tables: Path, out: Path, seeds: tuple[int, 
     out.mkdir(parents=True, exist_ok=True)
     text = markdown(preset, rows)
     stem = out / f"prior_compare_{preset}"
-    write_text_atomic(Path(f"{stem}.md"), text)
-    with atomic_path(Path(f"{stem}.csv")) as tmp, open(tmp, "w", newline="") as fh:
-        w = csv.DictWriter(fh, ["network", "seed", "prior", *KEYS])
-        w.writeheader()
-        w.writerows(rows)
+    write_markdown(Path(f"{stem}.md"), text)
+    write_rows_csv(Path(f"{stem}.csv"), rows, ["network", "seed", "prior", *KEYS])
     plot(preset, rows, Path(f"{stem}.png"))
     return text

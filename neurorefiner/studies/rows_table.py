@@ -2,20 +2,18 @@
 <method>-<key>__<protocol>__<case>.json``), for scripts that run ``evaluate.py`` once per segmenter into one
 ``OUT`` (``per_volume.csv`` holds only the last call's rows), so their committed table comes from a command.
 
-``python -m neurorefiner.studies.rows_table OUT --method initial --method "nr_x=label, with commas" --title T
---command C --target FILE.md``
+``neurorefiner study rows-table OUT --method initial --method "nr_x=label, with commas" --title T --command C
+--target FILE.md``
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from neurorefiner.evaluation.tables import summarize
-from neurorefiner.io.atomic import write_text_atomic
+from neurorefiner.evaluation.tables import summarize, write_markdown
 
 SEGMENTER_NAMES = {"unet3d": "3D U-Net", "nnunet_style": "nnU-Net-style"}
 POOLED = ("PRE", "REC", "F1", "SSD")
@@ -73,26 +71,17 @@ def header(title: str, command: str, rows: Sequence[dict]) -> str:
             "Root-seeded APP2; F1, PRE, REC in %, SSD in voxels; the pooled columns are means over the stacks.\n\n")
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", type=Path, help="the out_dir the script passed to evaluate.py")
-    parser.add_argument("--split", default="test")
-    parser.add_argument("--method", action="append", required=True, dest="methods",
-                        help="a method's name, or name=label (the row's label, commas allowed); repeat, in the "
-                             "table's order")
-    parser.add_argument("--title", required=True)
-    parser.add_argument("--command", required=True, help="the command named in the table's header")
-    parser.add_argument("--target", type=Path, required=True, help="the markdown file to write")
-    args = parser.parse_args(argv)
-    names = dict(m.split("=", 1) if "=" in m else (m, m) for m in args.methods)
-    try:
-        rows = read_rows(args.out, args.split, list(names))
-    except FileNotFoundError as err:
-        raise SystemExit(f"error: {err}") from None
-    text = header(args.title, args.command, rows) + score_table(rows, names)
-    write_text_atomic(args.target, text)
-    print(text)
+def parse_methods(methods: Sequence[str]) -> dict[str, str]:
+    """``name`` or ``name=label`` (commas allowed in the label) -> {name: label}, in the order given."""
+    return dict(m.split("=", 1) if "=" in m else (m, m) for m in methods)
 
 
-if __name__ == "__main__":
-    main()
+def write_rows_table(out: Path, split: str, methods: Sequence[str], title: str, command: str, target: Path) -> str:
+    """The per-stack F1 table of ``methods`` (``name`` or ``name=label``, in table order) from the rows under
+    ``out``, written to ``target`` with its title and stamp; returns the text. ``FileNotFoundError`` naming the
+    folder when it holds no such rows (nothing is written then)."""
+    names = parse_methods(methods)
+    rows = read_rows(out, split, list(names))
+    text = header(title, command, rows) + score_table(rows, names)
+    write_markdown(target, text)
+    return text

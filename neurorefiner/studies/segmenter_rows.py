@@ -119,14 +119,11 @@ def read_rows(path: str | Path) -> list[dict]:
 def write_tables(rows: list[dict], out: Path, stem: str, title: str) -> str:
     """``<stem>_cases.csv`` (every row) and ``<stem>.md`` (means per method, in first-seen order), atomically;
     returns the markdown."""
-    from neurorefiner.io.atomic import atomic_path, write_text_atomic
+    from neurorefiner.evaluation.tables import write_markdown, write_rows_csv
 
     out.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out / f"{stem}_cases.csv") as tmp, open(tmp, "w", newline="") as fh:
-        w = csv.DictWriter(fh, COLS)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{r[k]:.4f}" if isinstance(r.get(k), float) else r.get(k)) for k in COLS})
+    formatted = [{k: (f"{r[k]:.4f}" if isinstance(r.get(k), float) else r.get(k)) for k in COLS} for r in rows]
+    write_rows_csv(out / f"{stem}_cases.csv", formatted, COLS)
     methods = list(dict.fromkeys(r["method"] for r in rows))
     keys = ["PRE", "REC", "F1", "SD", "SSD", "MES", "Dice", "clDice", "b0_excess"]
     lines = [f"# {title}", "",
@@ -138,7 +135,7 @@ def write_tables(rows: list[dict], out: Path, stem: str, title: str) -> str:
         vals = [float(np.mean([r[k] for r in rs])) for k in keys]
         lines.append(f"| {mth} | " + " | ".join(f"{v:.3f}" if abs(v) < 100 else f"{v:.0f}" for v in vals) + " |")
     text = "\n".join(lines) + "\n"
-    write_text_atomic(out / f"{stem}.md", text)
+    write_markdown(out / f"{stem}.md", text)
     return text
 
 

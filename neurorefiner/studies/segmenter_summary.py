@@ -12,7 +12,6 @@ is stale. Command: ``neurorefiner study segmenter-summary``.
 from __future__ import annotations
 
 import ast
-import csv
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,7 +186,7 @@ def plot(sources: list[Source], tables: list[list[dict]], path: Path) -> None:
 def write_summary(sources: list[Source], out: Path, png: bool = True) -> str:
     """``summary.md``, ``summary.csv`` (and ``summary.png``) under ``out`` from the sources whose table exists;
     returns the markdown."""
-    from neurorefiner.io.atomic import atomic_path, write_text_atomic
+    from neurorefiner.evaluation.tables import write_markdown, write_rows_csv
 
     sources = [s for s in sources if s.cases_csv.exists()]
     if not sources:
@@ -196,12 +195,8 @@ def write_summary(sources: list[Source], out: Path, png: bool = True) -> str:
     tables = [summarise(s, v) for s, v in zip(sources, val_only, strict=True)]
     out.mkdir(parents=True, exist_ok=True)
     text = markdown(sources, tables, val_only)
-    write_text_atomic(out / "summary.md", text)
-    with atomic_path(out / "summary.csv") as tmp, open(tmp, "w", newline="") as fh:
-        w = csv.DictWriter(fh, CSV_KEYS)
-        w.writeheader()
-        for table in tables:
-            w.writerows({k: r[k] for k in CSV_KEYS} for r in table)
+    write_markdown(out / "summary.md", text)
+    write_rows_csv(out / "summary.csv", [r for table in tables for r in table], CSV_KEYS, ignore_extra=True)
     if png:
         plot(sources, tables, out / "summary.png")
     return text

@@ -64,26 +64,27 @@ def audit_case(gc: Any, judge: Any, t_max: int = 5, shadow: bool = True, validat
                ) -> tuple[np.ndarray, list[dict]]:
     """The learned loop on one case with every edit kept and the Validator shadowed; ``shadow=False``: the
     loop as it runs (the Validator's verdicts obeyed; no records). ``validator``: settings that replace
-    conf/agent/learned.yaml's (a design change measured against the configured one)."""
-    from hydra.utils import instantiate
+    conf/agent/learned.yaml's (a design change measured against the configured one). The run is built as
+    ``refine.py`` builds its run (:class:`~neurorefiner.refine.run.RefineRun`: conf/agent/learned.yaml with
+    ``judge``, the shipped editor of conf/editor/toporefinenet.yaml), only its Validator wrapped."""
+    import dataclasses
+
     from omegaconf import OmegaConf
 
-    from neurorefiner.agents.editor import LazyEditor
-    from neurorefiner.agents.learned import LearnedAdvisor, LearnedInspector, LearnedValidator
-    from neurorefiner.agents.loop import Agents, LoopSettings, run_loop
+    from neurorefiner.agents.loop import Agents
     from neurorefiner.paths import conf_dir
+    from neurorefiner.refine.run import RefineRun
 
-    agent = OmegaConf.to_container(OmegaConf.load(conf_dir() / "agent" / "learned.yaml"))
-
-    def args(role: str) -> dict:
-        return {k: v for k, v in agent[role].items() if not k.startswith("_") and k != "judge"}  # type: ignore[union-attr]
-
-    inner = LearnedValidator(**{**args("validator"), **(validator or {})})
-    checker = ShadowValidator(inner, GoldIndex(gc.gold, gc.spacing, gc.mask.shape)) if shadow else inner
-    agents = Agents(LearnedInspector(judge=judge, **args("inspector")), LearnedAdvisor(**args("advisor")), checker)
-    editor = LazyEditor(instantiate(OmegaConf.load(conf_dir() / "editor" / "toporefinenet.yaml")))
-    result = run_loop(gc.image, gc.mask, agents, editor, LoopSettings(t_max=t_max), gc.spacing)
-    return result.mask, checker.records if shadow else []
+    agent = OmegaConf.load(conf_dir() / "agent" / "learned.yaml")
+    agent.validator = OmegaConf.merge(agent.validator, validator or {})
+    run = RefineRun.build(agent, None, OmegaConf.load(conf_dir() / "editor" / "toporefinenet.yaml"), t_max,
+                          role_kwargs={"inspector": {"judge": judge}})
+    roles = run.agents
+    checker = ShadowValidator(roles.validator, GoldIndex(gc.gold, gc.spacing, gc.mask.shape)) if shadow else None
+    if checker is not None:
+        run = dataclasses.replace(run, agents=Agents(roles.inspector, roles.advisor, checker))
+    result = run.with_spacing(gc.spacing, "the dataset's voxel size").run(gc.image, gc.mask)
+    return result.mask, checker.records if checker is not None else []
 
 
 def parse_settings(text: str) -> dict[str, float]:
@@ -130,13 +131,12 @@ def validator_audit(cases: Sequence[str], segmenter: str, table_root: Path, out:
     Validator obeyed (the full loop), so its F1 stands beside every edit kept's. ``validator``: Validator
     settings that replace the configured ones (both runs). Outputs: ``validator_audit_<segmenter>[_<k>-<v>...].md``
     and ``.csv``."""
-    import csv
     import datetime as dt
-    import io
 
     from tqdm import tqdm
 
     from neurorefiner.agents.learned.training import gold_cases
+    from neurorefiner.evaluation.tables import write_rows_csv
     from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.paths import git_commit
     from neurorefiner.studies.ceilings import protocol_scorer
@@ -165,11 +165,7 @@ def validator_audit(cases: Sequence[str], segmenter: str, table_root: Path, out:
     out.mkdir(parents=True, exist_ok=True)
     stem = f"validator_audit_{segmenter}" + "".join(f"_{k}-{v}" for k, v in sorted((validator or {}).items()))
     if rows:
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-        write_text_atomic(out / f"{stem}.csv", buf.getvalue())
+        write_rows_csv(out / f"{stem}.csv", rows)
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"# The Validator's verdicts against gold (DIADEM dev, real data, {segmenter} masks)", "",
              f"Produced by `{command}` on {when} at commit `{git_commit()}`.", "",

@@ -11,15 +11,15 @@ from neurorefiner.studies import candidate_recall as study
 def test_the_commit_is_read_before_the_csv_is_written(tmp_path: Path, monkeypatch) -> None:
     written: list[str] = []
     monkeypatch.setattr("neurorefiner.paths.git_commit", lambda: "abc1234+dirty" if written else "abc1234")
-    import neurorefiner.io.atomic as atomic
+    import neurorefiner.evaluation.tables as tables  # the writer every table goes through
 
-    original = atomic.write_text_atomic
+    original = tables.write_text_atomic
 
     def recording(path, text):  # type: ignore[no-untyped-def]
         written.append(str(path))
         return original(path, text)
 
-    monkeypatch.setattr(atomic, "write_text_atomic", recording)
+    monkeypatch.setattr(tables, "write_text_atomic", recording)
     md = study.candidate_recall("tiny", "val", ["gold"], tmp_path, limit=1, augment=1)
     assert "at commit `abc1234`" in Path(md).read_text()
     assert len(written) == 2

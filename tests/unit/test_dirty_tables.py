@@ -34,7 +34,7 @@ def _cfg(out: Path, *overrides: str):  # type: ignore[no-untyped-def]
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project root in tmp with a dirty tree."""
     monkeypatch.setenv("PROJECT_ROOT", str(tmp_path))
-    monkeypatch.setattr(paper_tables, "tree_state", lambda: ("abc1234", True))
+    monkeypatch.setattr("neurorefiner.paths.tree_state", lambda: ("abc1234", True))
     return tmp_path
 
 
@@ -56,7 +56,7 @@ def test_dirty_tree_is_said_loudly_and_allowed_when_asked(project: Path) -> None
 
 
 def test_clean_tree_writes_experiments_without_a_warning(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(paper_tables, "tree_state", lambda: ("abc1234", False))
+    monkeypatch.setattr("neurorefiner.paths.tree_state", lambda: ("abc1234", False))
     md = paper_tables.write_paper_table(_cfg(project / "experiments" / "t"), ROWS, _Ds())["md"].read_text()
     assert "WARNING" not in md and "`abc1234`" in md
 

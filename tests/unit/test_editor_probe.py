@@ -11,6 +11,7 @@ import torch
 from typer.testing import CliRunner
 
 from neurorefiner.defects import betti0
+from neurorefiner.evaluation.tables import utc_now
 from neurorefiner.inference.refiner import TopoRefiner
 from neurorefiner.models.text_encoders import HashingEncoder
 from neurorefiner.studies import editor_probe as ep
@@ -98,7 +99,7 @@ def test_probe_summary_and_report(tmp_path: Path):
     summary = ep.summarize(rows)
     raw_breaks = next(s for s in summary if (s["kind"], s["variant"], s["decoding"]) == ("break", "correct", "raw"))
     assert raw_breaks["reconnected"] == 0.0 and raw_breaks["unchanged"] == 1.0  # the stand-in keeps the mask
-    meta = {"date": ep.today(), "commit": "abc1234", "command": "neurorefiner study probe-editor", "data": "lines",
+    meta = {"date": utc_now(), "commit": "abc1234", "command": "neurorefiner study probe-editor", "data": "lines",
             "size": (16, 48, 48), "n_per_kind": 1, "kinds": ["break", "noise"], "seed": 1, "checkpoint": "-",
             "decoding_config": {}}
     speed = {"raw_s": 1.0, "crop_s": 0.3, "decoded_s": 0.4, "ratio": 0.4, "crop_ratio": 0.3, "load_before": 9.5,

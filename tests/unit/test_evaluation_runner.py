@@ -90,8 +90,8 @@ def test_a_table_reads_rows_of_earlier_runs_with_the_current_method_settings(tmp
     method settings do not."""
     import json
 
+    from neurorefiner.evaluation.cache_keys import row_key, table_rows
     from neurorefiner.evaluation.methods import method_node
-    from neurorefiner.evaluation.runner import row_key, table_rows
 
     cfg = _cfg(tmp_path)
     key = row_key(method_node(cfg, "classical"), "nnunet_style", "tiny")
@@ -106,7 +106,7 @@ def test_a_table_reads_rows_of_earlier_runs_with_the_current_method_settings(tmp
 
 
 def test_no_server_is_said_not_guessed() -> None:
-    from neurorefiner.evaluation.runner import server_answers
+    from neurorefiner.evaluation.plan import server_answers
 
     assert "no VLM server answered at http://127.0.0.1:9" in server_answers("http://127.0.0.1:9/v1", timeout=1)
 
@@ -166,8 +166,8 @@ def test_a_new_checkpoint_or_method_version_invalidates_the_cached_row(tmp_path:
     from omegaconf import OmegaConf
 
     from neurorefiner.evaluation import methods
+    from neurorefiner.evaluation.cache_keys import row_key
     from neurorefiner.evaluation.methods import method_node
-    from neurorefiner.evaluation.runner import row_key
 
     cfg = _cfg(tmp_path)
     ckpt = tmp_path / "editor.ckpt"
@@ -207,8 +207,8 @@ def test_the_key_does_not_depend_on_where_the_checkout_lives(tmp_path: Path,
 def test_a_retrained_judge_invalidates_the_cached_row(tmp_path: Path) -> None:
     from omegaconf import OmegaConf
 
+    from neurorefiner.evaluation.cache_keys import row_key
     from neurorefiner.evaluation.methods import method_node
-    from neurorefiner.evaluation.runner import row_key
 
     cfg = _cfg(tmp_path)
     judge = tmp_path / "judge.json"
@@ -219,9 +219,31 @@ def test_a_retrained_judge_invalidates_the_cached_row(tmp_path: Path) -> None:
     assert row_key(node, "otsu", "tiny") != first
 
 
-def test_the_segmenters_checkpoint_is_in_the_key_of_methods_that_start_from_it(tmp_path: Path) -> None:
+def test_a_retrained_default_judge_invalidates_the_cached_row(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``judge: null`` (conf/agent/learned.yaml) the learned Inspector loads checkpoints/judge.json: the key
+    held the editor's default file but nothing of the judge's, so a retrained judge reused the old judge's rows."""
+    from neurorefiner.evaluation.cache_keys import row_key
     from neurorefiner.evaluation.methods import method_node
-    from neurorefiner.evaluation.runner import method_checkpoints
+    from neurorefiner.inference.init_masks import NAIVE
+
+    learned = method_node(_cfg(tmp_path), "neurorefiner")
+    heuristic = method_node(_cfg(tmp_path, "agent=heuristic"), "neurorefiner")
+    assert learned.agent.inspector.judge is None
+    root = tmp_path / "checkout"
+    (root / "checkpoints").mkdir(parents=True)
+    monkeypatch.setenv("PROJECT_ROOT", str(root))   # checkpoints/ of this checkout: the shipped judge is ours
+    judge = root / "checkpoints" / "judge.json"
+    judge.write_text('{"thresholds": {"join": 0.9}}')
+    first, other = row_key(learned, NAIVE, "tiny"), row_key(heuristic, NAIVE, "tiny")
+    judge.write_text('{"thresholds": {"join": 0.55, "prune": 0.7}}')
+    assert row_key(learned, NAIVE, "tiny") != first
+    assert row_key(heuristic, NAIVE, "tiny") == other      # agents that load no judge keep their key
+
+
+def test_the_segmenters_checkpoint_is_in_the_key_of_methods_that_start_from_it(tmp_path: Path) -> None:
+    from neurorefiner.evaluation.cache_keys import method_checkpoints
+    from neurorefiner.evaluation.methods import method_node
 
     cfg = _cfg(tmp_path)
     shipped = Path(__file__).resolve().parents[2] / "checkpoints" / "segmenters" / "unet3d_diadem_cpu.pt"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurorefiner.evaluation import runner
+from neurorefiner.evaluation import initial_masks
 
 
 class _Case:
@@ -28,6 +28,6 @@ def test_only_the_selected_cases_are_segmented(tmp_path: Path, monkeypatch) -> N
         return [path]
 
     monkeypatch.setattr(init_masks, "write_init_masks", fake)
-    source = runner.initial_mask("d", "unet3d", "test", None, ["vol_001"])
+    source = initial_masks.initial_mask("d", "unet3d", "test", None, ["vol_001"])
     assert source(_Case("vol_001"), np.zeros((2, 3, 3))).sum() == 18
     assert asked == [["vol_001"]]

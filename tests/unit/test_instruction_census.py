@@ -3,8 +3,10 @@
 import json
 
 import pytest
+from typer.testing import CliRunner
 
-from neurorefiner.studies.instruction_census import census, main, trace_files
+from neurorefiner.cli.main import app
+from neurorefiner.studies.instruction_census import census, trace_files
 
 
 def _advisor(block, defect, sentence, kind="FN", rnd=0):
@@ -39,12 +41,15 @@ def test_the_command_writes_its_table_and_names_a_folder_without_traces(tmp_path
     run.write_text("".join(json.dumps(r) + "\n" for r in [_advisor(1, 0, "Repair break at top-center-center"),
                                                           _advisor(2, 0, "Repair break at center-left-center")]))
     out = tmp_path / "census.md"
-    main([str(tmp_path / "traces"), "--out", str(out), "--root", str(tmp_path)])
+    runner = CliRunner()
+    result = runner.invoke(app, ["study", "instruction-census", str(tmp_path / "traces"), "--out", str(out),
+                                 "--root", str(tmp_path)])
+    assert result.exit_code == 0, result.output
     text = out.read_text()
-    assert "| traces/OP_1.jsonl | 2 | 2 | 2 | 0 | 0 |" in text
+    assert "| traces/OP_1.jsonl | 2 | 2 | 2 | 0 | 0 |" in text and text == result.output
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(FileNotFoundError, match="empty: no trace"):
         trace_files([empty])
-    with pytest.raises(SystemExit, match="no trace"):
-        main([str(empty)])
+    result = runner.invoke(app, ["study", "instruction-census", str(empty)])
+    assert result.exit_code == 2 and "no trace" in result.output

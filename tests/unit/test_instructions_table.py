@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
+from typer.testing import CliRunner
 
-from neurorefiner.studies.instructions_table import METHOD_NAMES, main, read_rows, score_table, write
+from neurorefiner.cli.main import app
+from neurorefiner.studies.instructions_table import METHOD_NAMES, read_rows, score_table, write
+
+runner = CliRunner()
 
 
 def _row(out: Path, seg: str, method: str, case: str, f1: float, commit: str = "abc1234") -> None:
@@ -67,8 +70,8 @@ def test_rows_of_two_commits_are_named_both(tmp_path: Path) -> None:
 
 
 def test_no_rows_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit, match="no test rows"):
-        main([str(tmp_path), "--target", str(tmp_path / "t.md")])
+    result = runner.invoke(app, ["study", "instructions-table", str(tmp_path), "--target", str(tmp_path / "t.md")])
+    assert result.exit_code == 2 and "no test rows" in result.output
     assert not (tmp_path / "t.md").exists()
 
 
@@ -81,12 +84,12 @@ def test_rows_of_other_methods_in_the_same_out_dir_stay_out(tmp_path: Path) -> N
 
 
 def test_rows_table_cli_labels_and_orders_the_named_methods(tmp_path: Path) -> None:
-    from neurorefiner.studies.rows_table import main as rows_main
-
     _fill(tmp_path)
     target = tmp_path / "check.md"
-    rows_main([str(tmp_path), "--method", "nr_centred=candidate at 3,677 steps", "--method", "initial", "--title",
-               "Check", "--command", "c.sh", "--target", str(target)])
+    result = runner.invoke(app, ["study", "rows-table", str(tmp_path), "--method",
+                                 "nr_centred=candidate at 3,677 steps", "--method", "initial", "--title", "Check",
+                                 "--command", "c.sh", "--target", str(target)])
+    assert result.exit_code == 0, result.output
     lines = target.read_text().splitlines()
     assert lines[0] == "# Check" and "by `c.sh` (rows at commit `abc1234`)" in lines[2]
     body = [line for line in lines if line.startswith("| 3D U-Net")]

@@ -7,7 +7,12 @@ circle. The rule keeps each stage usable without the ones above it (the protocol
 inference without evaluation). Read statically (ast), so it costs no imports and catches lazy imports
 inside functions too. There is no whitelist: a module that needs something from above is in the wrong
 stage. The design page states the same order, but it lives beside the checkout (../shared/DESIGN.md), not
-in this repository: this docstring and STAGES below are the rule as the repository holds it."""
+in this repository: this docstring and STAGES below are the rule as the repository holds it.
+
+Three house rules ride along, read the same way: no Python under ``experiments/`` (a study's code lives in
+``neurorefiner/studies/``, its command in ``neurorefiner/cli/study/``, only its ``run.sh``, README and outputs in
+``experiments/<study>/``); no argparse in the package (commands are the typer app's); and one CSV writer,
+``neurorefiner/evaluation/tables.py``, through which every table is written."""
 
 from __future__ import annotations
 
@@ -16,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "neurorefiner"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "neurorefiner"
+TABLE_WRITER = PACKAGE / "evaluation" / "tables.py"
 STAGES: list[set[str]] = [
     {"errors", "paths", "settings", "io", "topology"},
     {"synth", "defects", "tracing", "metrics"},
@@ -128,3 +135,40 @@ def test_grammar_has_one_definition_under_two_names() -> None:
 
     assert agent_view.Instruction is grammar.Instruction
     assert agent_view.parse_instruction is grammar.parse_instruction
+
+
+def test_no_python_under_experiments() -> None:
+    """experiments/<study>/ holds a run.sh of CLI lines, a README and what it produced; code goes in the package."""
+    found = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "experiments").rglob("*.py"))
+    assert not found, f"Python under experiments/ (move it into neurorefiner/studies/ + a cli/study command): {found}"
+
+
+def _modules_named(path: Path) -> set[str]:
+    """Top-level names of every module ``path`` imports (``import a.b``, ``from a import b`` -> ``a``)."""
+    tree = ast.parse(path.read_text())
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    return names | {n.module.split(".")[0] for n in ast.walk(tree)
+                    if isinstance(n, ast.ImportFrom) and n.module and n.level == 0}
+
+
+def test_no_argparse_in_the_package() -> None:
+    """Every command is a typer command of the ``neurorefiner`` app (studies under cli/study/) over a plain
+    function; a module with its own argparse main is a second, untested command line."""
+    found = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py")) if "argparse" in _modules_named(p)]
+    assert not found, f"argparse in the package: {found}"
+
+
+def test_one_csv_writer() -> None:
+    """Tables are written through evaluation/tables.py (write_rows_csv): no other module makes a csv writer."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == TABLE_WRITER:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            writer = (isinstance(node, ast.Attribute) and node.attr in {"writer", "DictWriter"}
+                      and isinstance(node.value, ast.Name) and node.value.id == "csv") or \
+                     (isinstance(node, ast.ImportFrom) and node.module == "csv"
+                      and any(a.name in {"writer", "DictWriter"} for a in node.names))
+            if writer:
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not found, f"CSV written outside evaluation/tables.py (use tables.write_rows_csv): {found}"

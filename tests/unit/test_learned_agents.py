@@ -11,7 +11,7 @@ import pytest
 from neurorefiner.agents.candidates import CandidateSettings, apply_candidates, feature_names, find_candidates
 from neurorefiner.agents.learned import ATTACHED, LearnedAdvisor, LearnedInspector, LearnedValidator
 from neurorefiner.agents.learned.gold_labels import GoldIndex, gold_label
-from neurorefiner.agents.learned.judge import Judge, LogisticModel, best_threshold
+from neurorefiner.agents.learned.judge import Judge, LogisticModel, best_threshold, choose_threshold
 from neurorefiner.agents.loop import Agents, LoopSettings, run_loop
 from neurorefiner.errors import InputError
 from neurorefiner.inference.branch_cut import cut_branch
@@ -152,6 +152,34 @@ def test_one_wrong_candidate_at_the_top_does_not_silence_a_kind_with_min_support
     assert t == p[-1] and (y[p >= t] == 1).mean() >= 0.8
     y[:20] = 0                                 # precision below the floor well past the support: no action
     assert best_threshold(p, y, 0.8, min_support=10) == 1.1
+
+
+def test_a_threshold_is_never_a_silent_never_act() -> None:
+    """Regression: the shipped bigneuron join threshold was 0.99989 (the strict rule broke on a dip below the
+    floor past the support and admitted almost nothing): a judge that cannot act, and its card did not say so.
+    The admitted-set rule takes the most recall at the floor; with no threshold at the floor, the best F0.5,
+    named as a fallback."""
+    rng = np.random.default_rng(0)
+    y = (rng.random(400) < 0.45).astype(int)
+    p = np.clip(0.5 * y + rng.normal(0.25, 0.18, 400), 0, 1)
+    p[np.argsort(-p)[:12]] = 0.999                     # a tie of 12 at the top, 6 of them wrong: strict rule stops
+    y[np.argsort(-p, kind="stable")[:6]] = 0
+    assert int((p >= best_threshold(p, y, 0.8, min_support=10)).sum()) < 10
+    c = choose_threshold(p, y, 0.8, min_support=10)
+    assert c.rule.startswith("precision floor") and "admitted" in c.rule
+    assert c.precision >= 0.8 and c.recall > 0.3 and c.admitted >= 10
+    assert np.isclose(c.precision, (y[p >= c.threshold] == 1).mean())
+    noisy = choose_threshold(rng.random(400), y, 0.8, min_support=10)   # no ranking: nothing keeps the floor
+    assert noisy.threshold <= 1.0 and noisy.rule.startswith("fallback")
+    assert choose_threshold(p, np.zeros(400, int), 0.8).threshold > 1.0
+
+
+def test_the_strict_rule_is_kept_where_it_admits_enough() -> None:
+    """Judges trained before the rule existed (DIADEM's, min support 1) get the same threshold."""
+    p = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4])
+    y = np.array([1, 1, 0, 1, 0, 0])
+    c = choose_threshold(p, y, 0.75)
+    assert c.threshold == best_threshold(p, y, 0.75) and "every threshold above" in c.rule
 
 
 def test_cut_branch_cuts_at_the_junction_and_never_splits_the_trunk() -> None:

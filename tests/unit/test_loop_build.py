@@ -123,3 +123,61 @@ def test_a_judge_object_reaches_the_learned_inspector_through_the_run() -> None:
                           role_kwargs={"inspector": {"judge": judge}})
     assert run.agents.inspector.judge is judge
     assert run.with_spacing((1.0, 0.33, 0.33), "test").spacing == (1.0, 0.33, 0.33)
+
+
+def test_the_run_resolves_the_voxel_size_of_its_inputs(tmp_path: Path) -> None:
+    """refine.py, its in-memory run and the Dask run each chose the spacing themselves; the run does it now."""
+    import tifffile
+
+    from neurorefiner.errors import InputError
+    from neurorefiner.io import read_mask, read_volume, write_volume
+
+    image, mask = noisy_tree()
+    write_volume(tmp_path / "img.tif", (image * 255).astype(np.uint8), spacing=(2.0, 0.5, 0.5))
+    write_volume(tmp_path / "msk.tif", mask, spacing=(2.0, 0.5, 0.5))
+    tifffile.imwrite(tmp_path / "plain.tif", mask.astype(np.uint8))   # no voxel size in its metadata
+    cfg = compose_cfg("refine", ["image=a.tif", "mask=b.tif", "agent=heuristic",
+                                 f"editor._target_={FAKE_EDITOR['_target_']}"])
+    img, msk = read_volume(tmp_path / "img.tif"), read_mask(tmp_path / "msk.tif")
+    run = RefineRun.from_config(cfg, img, msk)
+    assert run.spacing == (2.0, 0.5, 0.5) and "msk.tif" not in run.spacing_from and "img.tif" in run.spacing_from
+    given = RefineRun.from_config(OmegaConf.merge(cfg, {"spacing": [1.0, 0.25, 0.25]}), img, msk)
+    assert given.spacing == (1.0, 0.25, 0.25) and given.spacing_from == "argument"
+    with pytest.raises(InputError, match="plain.tif"):
+        RefineRun.from_config(cfg, read_volume(tmp_path / "plain.tif"), read_mask(tmp_path / "plain.tif"))
+
+
+def test_a_run_travels_to_another_process_as_its_recipe_settings_and_spacing() -> None:
+    """The Dask workers receive the driver's run (no config read, no setting resolved there): the same header,
+    the same edits."""
+    import pickle
+
+    image, mask = noisy_tree()
+    run = RefineRun.build(HEURISTIC, {"block_size": 64}, FAKE_EDITOR, t_max=2).with_spacing((2.0, 0.5, 0.5), "test")
+    arrived = pickle.loads(pickle.dumps(run))
+    assert arrived.settings == run.settings and (arrived.spacing, arrived.spacing_from) == ((2.0, 0.5, 0.5), "test")
+    assert arrived.header(image, mask) == run.header(image, mask)
+    assert arrived.agents is not run.agents      # rebuilt where it landed
+    assert np.array_equal(arrived.run(image, mask).mask, run.run(image, mask).mask)
+    with pytest.raises(TypeError, match="cannot be sent"):
+        pickle.dumps(RefineRun.build(HEURISTIC, None, editor_object=RegionEditor()))
+
+
+def test_the_method_builds_its_run_once_for_all_volumes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The evaluation method rebuilt its run for every volume: the judge was read again each time."""
+    from neurorefiner.agents.learned.judge import Judge
+
+    reads = []
+    load = Judge.load.__func__  # type: ignore[attr-defined]
+
+    def counted(cls, path):  # type: ignore[no-untyped-def]
+        reads.append(path)
+        return load(cls, path)
+
+    monkeypatch.setattr(Judge, "load", classmethod(counted))
+    method = NeuroRefiner(OmegaConf.load(CONF / "agent" / "learned.yaml"), None, FAKE_EDITOR)
+    empty = np.zeros((4, 8, 8), bool)
+    for name, spacing in (("a", (1.0, 0.5, 0.5)), ("b", (2.0, 1.0, 1.0))):
+        method(np.zeros((4, 8, 8), np.float32), empty, type("Case", (), {"name": name})(), spacing=spacing)
+    assert len(reads) == 1
+    assert method.run_for((2.0, 1.0, 1.0)).spacing == (2.0, 1.0, 1.0) and len(reads) == 1

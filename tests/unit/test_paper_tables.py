@@ -110,7 +110,7 @@ def test_rows_without_a_server_say_why_beside_the_rows_that_ran(tmp_path: Path) 
 
 
 def test_only_methods_whose_agents_use_a_vlm_need_the_server() -> None:
-    from neurorefiner.evaluation.runner import needs_server
+    from neurorefiner.evaluation.methods import needs_server
 
     assert not needs_server(OmegaConf.create({"_target_": "initial"}))
     assert not needs_server(OmegaConf.create({"agent": {"backend": "heuristic"}}))

@@ -93,6 +93,36 @@ def test_edit_command_changes_only_the_block(stack, ckpt, tmp_path):
     assert np.array_equal(edited[outside], mask[outside])
 
 
+def test_edit_decodes_with_the_loops_editor_settings(stack, ckpt, tmp_path, monkeypatch):
+    """`neurorefiner edit` decoded with the decoder's built-in defaults (short gap 0, tube pad 0.5, max radius 3.0),
+    the loop with conf/editor/toporefinenet.yaml's (10, 0.0, 1.5): one instruction on one crop, two edits."""
+    from hydra import compose, initialize_config_dir
+
+    from neurorefiner.refine.run import editor_factory
+
+    built: list[TopoRefiner] = []
+    load = TopoRefiner.load.__func__
+
+    def spy(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
+        built.append(load(cls, *args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(TopoRefiner, "load", classmethod(spy))
+    img, msk, _ = stack
+    res = runner.invoke(app, ["edit", str(img), str(msk), "--instruction", "Repair break at top-left-rear",
+                              "--out", str(tmp_path / "out.tif"), "--checkpoint", str(ckpt)])
+    assert res.exit_code == 0, res.output
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf)):
+        cfg = compose(config_name="refine", overrides=["image=a.tif", "mask=b.tif", f"editor.checkpoint={ckpt}",
+                                                       "paths.output_dir=/tmp/nr-unused"])
+    editor_factory(cfg.editor)()   # what the loop's editor builds on its first edit
+    command, loop = built
+    keys = ("decoding_config", "threshold", "confine_margin", "crop_margin", "decoding", "operation_gate", "device")
+    assert {k: getattr(command, k) for k in keys} == {k: getattr(loop, k) for k in keys}
+    assert command.decoding_config.short_gap_voxels == cfg.editor.decoding.short_gap_voxels
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--instruction", "make it nicer"], "Repair break at <position>"),  # the grammar is listed
     (["--instruction", "Repair break at top-left-rear", "--block", "0:99,0:5,0:5"], "--block"),

@@ -10,8 +10,9 @@ sentence is written by the writer that describes the training defects, on the vo
 
 * a join (``FN``): the straight gap between its two facing ends -> ``Connect neuron from <end> to <end>``
   for a long gap whose ends fall in two cells, else ``Repair break at <cell>``;
-* a removal (``FP``): the piece's voxels -> ``Remove isolated noise at <cell>`` or, for a long piece across
-  cells, ``Remove noise from <cell> to <cell>``;
+* a removal (``FP``): the piece's voxels (or a block's group of pieces,
+  :mod:`neurorefiner.agents.learned.noise_groups`) -> ``Remove isolated noise at <cell>`` or, for a long piece
+  or a group across cells, ``Remove noise from <cell> to <cell>``;
 * an attached branch (``FP_ATTACHED``): ``Remove noise from <tip> to <junction>``, in a frame where the two
   fall in different cells (the stage-1 ``touch`` defects' form).
 
@@ -34,7 +35,13 @@ from neurorefiner.agents.editor import frame_around
 from neurorefiner.agents.heuristic.advisor import HeuristicAdvisor, _position
 from neurorefiner.agents.heuristic.detect import DetectSettings
 from neurorefiner.agents.roles import BlockContext, Defect, EditFrame
-from neurorefiner.defects.describe import crop_start, describe_branch, describe_join, describe_piece
+from neurorefiner.defects.describe import (
+    crop_start,
+    describe_branch,
+    describe_join,
+    describe_piece,
+    describe_pieces,
+)
 from neurorefiner.topology.components import component_voxels
 from neurorefiner.topology.instructions import Instruction
 
@@ -100,6 +107,18 @@ class LearnedAdvisor(HeuristicAdvisor):
             return out
         return self._noise_candidates(ctx, anchors[0])
 
+    @staticmethod
+    def _pieces(ctx: BlockContext, anchors: np.ndarray) -> np.ndarray | None:
+        """The voxels of every piece an anchor still lies on (a grouped removal names several), or None."""
+        labels, _, sizes = ctx.components()
+        parts, seen = [], set()
+        for a in anchors:
+            z, y, x = (int(v) for v in np.clip(np.rint(a), 0, np.array(ctx.mask.shape) - 1))
+            if ctx.mask[z, y, x] and int(labels[z, y, x]) not in seen:
+                seen.add(int(labels[z, y, x]))
+                parts.append(component_voxels(labels, sizes, (z, y, x)))
+        return np.concatenate(parts) if parts else None
+
     def candidates(self, ctx: BlockContext, defect: Defect) -> list[tuple[Instruction, EditFrame]]:
         """Every (instruction, frame) this Advisor would try for ``defect``, in order."""
         anchors = np.asarray(defect.anchors, dtype=float).reshape(-1, 3) - ctx.origin
@@ -121,13 +140,14 @@ class LearnedAdvisor(HeuristicAdvisor):
                 if ins is not None:
                     out.append((ins, frame))
         elif len(anchors) >= 1:
-            z, y, x = (int(v) for v in np.clip(np.rint(anchors[0]), 0, np.array(ctx.mask.shape) - 1))
-            if not ctx.mask[z, y, x]:
-                return []  # already gone (an earlier edit took it)
-            labels, _, sizes = ctx.components()
-            voxels = component_voxels(labels, sizes, (z, y, x))
-            for frame in self._frames(ctx, voxels.mean(axis=0), defect):
-                out.append((describe_piece(frame.to_frame(voxels), frame.shape), frame))
+            voxels = self._pieces(ctx, anchors)
+            if voxels is None:
+                return []  # already gone (an earlier edit took them)
+            # one piece: its mean; a group: its box's centre, which every frame holds the group around
+            centre = voxels.mean(axis=0) if len(anchors) == 1 else (voxels.min(axis=0) + voxels.max(axis=0)) / 2.0
+            describe = describe_piece if len(anchors) == 1 else describe_pieces
+            for frame in self._frames(ctx, centre, defect):
+                out.append((describe(frame.to_frame(voxels), frame.shape), frame))
         seen: set[tuple[str, str]] = set()
         unique = []
         for ins, frame in out:

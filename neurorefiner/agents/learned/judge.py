@@ -302,3 +302,79 @@ def best_threshold(p: np.ndarray, y: np.ndarray, min_precision: float = 0.8, min
             continue
         best = float(ps[i])
     return best
+
+
+FALLBACK_BETA = 0.5
+"""F-beta the threshold falls back to when no threshold keeps the precision floor: beta 0.5 weighs precision
+twice (a wrong edit costs more than a missed one), yet the kind still acts where it ranks better than chance."""
+
+
+@dataclass(frozen=True)
+class ThresholdChoice:
+    """A kind's threshold with the rule that set it and what it admits of the candidates it was set on."""
+
+    threshold: float
+    rule: str
+    admitted: int = 0
+    precision: float = 0.0
+    recall: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"threshold": self.threshold, "rule": self.rule, "admitted": self.admitted,
+                "precision": self.precision, "recall": self.recall}
+
+
+def admitted_threshold(p: np.ndarray, y: np.ndarray, min_precision: float, min_admitted: int = 1) -> float:
+    """The lowest threshold whose admitted candidates (at least ``min_admitted`` of them) are right at
+    ``min_precision``: the most recall at that precision, with no condition on the thresholds above it (the
+    rule the calibration on a lab's few labels uses). 1.1 when none is."""
+    if not len(y) or y.sum() == 0:
+        return 1.1
+    order = np.argsort(-p, kind="stable")
+    ps, ys = p[order], y[order]
+    prec = np.cumsum(ys == 1) / np.arange(1, len(ys) + 1)
+    last = np.r_[ps[1:] != ps[:-1], True]          # a threshold admits all tied scores at once
+    ok = last & (prec >= min_precision) & (np.arange(1, len(ys) + 1) >= min_admitted)
+    return float(ps[np.flatnonzero(ok)[-1]]) if ok.any() else 1.1
+
+
+def best_fbeta_threshold(p: np.ndarray, y: np.ndarray, beta: float = FALLBACK_BETA) -> float:
+    """The threshold of the best F-beta on ``(p, y)``; 1.1 when no candidate is right."""
+    if not len(y) or y.sum() == 0:
+        return 1.1
+    order = np.argsort(-p, kind="stable")
+    ps, ys = p[order], y[order]
+    tp = np.cumsum(ys == 1)
+    prec, rec = tp / np.arange(1, len(ys) + 1), tp / ys.sum()
+    b2 = beta * beta
+    f = np.where(tp > 0, (1 + b2) * prec * rec / np.maximum(b2 * prec + rec, 1e-12), 0.0)
+    f[np.r_[ps[1:] == ps[:-1], False]] = -1.0      # only thresholds that admit every tied score
+    return float(ps[int(np.argmax(f))])
+
+
+def _admits(p: np.ndarray, y: np.ndarray, t: float, rule: str) -> ThresholdChoice:
+    admitted = p >= t
+    tp = int((admitted & (y == 1)).sum())
+    return ThresholdChoice(float(t), rule, int(admitted.sum()), tp / max(int(admitted.sum()), 1),
+                           tp / max(int((y == 1).sum()), 1))
+
+
+def choose_threshold(p: np.ndarray, y: np.ndarray, min_precision: float, min_support: int = 1) -> ThresholdChoice:
+    """A kind's threshold from out-of-fold probabilities, never a silent "never act".
+
+    In order: the strict rule (:func:`best_threshold`: the floor at every threshold above) when it admits at
+    least ``min_support`` candidates; else the lowest threshold whose admitted set keeps the floor
+    (:func:`admitted_threshold`); else the best F-beta (:data:`FALLBACK_BETA`), a kind below its floor, which
+    the rule's name says. Only a kind with no right candidate at all never acts. The strict rule first keeps
+    every judge trained before this rule existed (DIADEM's, min support 1) as it was."""
+    if not len(y) or y.sum() == 0:
+        return ThresholdChoice(1.1, "never: no candidate of this kind is right")
+    strict = best_threshold(p, y, min_precision, min_support)
+    if strict <= 1.0 and int((p >= strict).sum()) >= min_support:
+        return _admits(p, y, strict, f"precision floor {min_precision:.2f} at every threshold above")
+    admitted = admitted_threshold(p, y, min_precision, min_support)
+    if admitted <= 1.0:
+        return _admits(p, y, admitted, f"precision floor {min_precision:.2f} on the admitted set")
+    return _admits(p, y, best_fbeta_threshold(p, y),
+                   f"fallback: best F{FALLBACK_BETA:g} (no threshold admitting {min_support}+ keeps the floor "
+                   f"{min_precision:.2f})")

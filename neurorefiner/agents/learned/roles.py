@@ -2,8 +2,9 @@
 
 * **Inspector**: enumerates every candidate of the current mask (joins within reach, isolated pieces, terminal
   branches of the skeleton), has the judge score them, and flags the blocks holding the ones that pass:
-  a join as a break (``FN``, its two ends), a removal as noise (``FP``, the piece), a prune as attached false
-  structure (``FP_ATTACHED``, the branch's tip then its junction). Joins are taken most probable first and
+  a join as a break (``FN``, its two ends), removals as noise (``FP``: a block's isolated pieces that one
+  editor frame holds as one defect, :mod:`neurorefiner.agents.learned.noise_groups`), a prune as attached
+  false structure (``FP_ATTACHED``, the branch's tip then its junction). Joins are taken most probable first and
   only while they join pieces not yet joined, so a chain of fragments gives a chain of breaks.
 * **Advisor** (:mod:`neurorefiner.agents.learned.advisor`): the grammar's sentence for each candidate, its
   places read in an editor frame placed as the editor's training crops hold their defects.
@@ -25,6 +26,7 @@ from neurorefiner.agents.heuristic.detect import UnionFind
 from neurorefiner.agents.heuristic.validator import HeuristicValidator
 from neurorefiner.agents.learned.advisor import LearnedAdvisor  # noqa: F401 - the learned backend's Advisor
 from neurorefiner.agents.learned.judge import CropView, Judge
+from neurorefiner.agents.learned.noise_groups import DEFAULT_SPAN, group_noise
 from neurorefiner.agents.roles import (
     Advice,
     BlockContext,
@@ -108,8 +110,11 @@ class LearnedInspector:
 
     def __init__(self, judge: str | Path | Judge | None = None, reach_um: float = 8.0, join_min_size: int = 10,
                  prune_min_piece: int = 200, prune_min_um: float = 3.0, prune: bool = True,
-                 join_signal_min: float = 0.25, join_max_crowding: float = 4) -> None:
+                 join_signal_min: float = 0.25, join_max_crowding: float = 4, group_noise: bool = True,
+                 noise_span: Sequence[int] = DEFAULT_SPAN) -> None:
         self.judge = _load_judge(judge)
+        self.group_noise = bool(group_noise)
+        self.noise_span = tuple(int(v) for v in noise_span)
         self.settings = CandidateSettings(reach_um=reach_um, join_min_size=join_min_size,
                                           prune_min_piece=prune_min_piece, prune_min_um=prune_min_um)
         self.prune = bool(prune)
@@ -139,6 +144,8 @@ class LearnedInspector:
                 grouped.setdefault(block.id, []).append(_defect(c, p))
         flags = {}
         for bid, ds in grouped.items():
+            if self.group_noise:
+                ds = group_noise(ds, self.noise_span)
             kind = "FN" if any(d.kind == "FN" for d in ds) else "FP"
             counts = {k: sum(d.kind == k for d in ds) for k in ("FN", "FP", ATTACHED)}
             flags[bid] = Flag(bid, kind, tuple(ds), f"{counts['FN']} join(s), {counts['FP']} removal(s), "

@@ -7,6 +7,7 @@ together, so a figure is never computed on a stack whose other mask was trained 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ import numpy as np
 
 from neurorefiner.agents.candidates import KINDS, Candidate, CandidateSettings, feature_names, find_candidates
 from neurorefiner.agents.learned.gold_labels import GoldIndex, LabelSettings, label_all
-from neurorefiner.agents.learned.judge import MIN_PRECISION, Judge, best_threshold, fit_model
+from neurorefiner.agents.learned.judge import MIN_PRECISION, Judge, ThresholdChoice, choose_threshold, fit_model
 
 
 @dataclass
@@ -83,19 +84,20 @@ def fit_judge(data: LabelledSet, models: dict[str, str] | None = None, meta: dic
     """A judge on all of ``data``; each kind's threshold from leave-one-group-out predictions within it
     (``min_support``: see :func:`~neurorefiner.agents.learned.judge.best_threshold`)."""
     models = {**MODELS, **(models or {})}
-    boosters, thresholds, prior = {}, {}, {}
+    boosters, thresholds, prior, choices = {}, {}, {}, {}
     for kind in KINDS:
         x, y, g = data.x[kind], data.y[kind], data.groups[kind]
         prior[kind] = float(y.mean()) if len(y) else 0.0
         booster = fit_model(x, y, models[kind]) if len(y) else None
         if booster is None:
-            thresholds[kind] = 1.1  # one class only: nothing learned, never act on this kind
-            continue
-        boosters[kind] = booster
-        oof = out_of_fold(x, y, g, models[kind])
-        thresholds[kind] = (best_threshold(oof, y, MIN_PRECISION[kind], min_support) if oof is not None
-                            else 1.1)
-    return Judge(boosters, thresholds, prior, dict(meta or {}))
+            choice = ThresholdChoice(1.1, "never: one class only, nothing learned")
+        else:
+            boosters[kind] = booster
+            oof = out_of_fold(x, y, g, models[kind])
+            choice = (choose_threshold(oof, y, MIN_PRECISION[kind], min_support) if oof is not None else
+                      ThresholdChoice(1.1, "never: fewer than two stacks, no out-of-fold threshold"))
+        thresholds[kind], choices[kind] = choice.threshold, choice.as_dict()
+    return Judge(boosters, thresholds, prior, {**dict(meta or {}), "threshold_choice": choices})
 
 
 def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, model: str) -> np.ndarray | None:
@@ -228,6 +230,20 @@ def augmented_masks(gc: GoldCase, n: int, index: GoldIndex, strength: int = 1) -
     return out
 
 
+def shipped_threshold_lines(choices: dict[str, dict]) -> list[str]:
+    """The card's table of the shipped thresholds: the rule that set each and what it admits of the out-of-fold
+    probabilities it was set on (the figures a run acts at; a kind below its floor says so)."""
+    if not choices:
+        return []
+    lines = ["", "At the shipped thresholds (out-of-fold probabilities of the stacks trained on, pooled):", "",
+             "| Kind | threshold | admitted | precision | recall | rule |", "|---|---|---|---|---|---|"]
+    for kind, c in choices.items():
+        t = "never acts" if c["threshold"] > 1.0 else f"{c['threshold']:.3f}"
+        lines.append(f"| {kind} | {t} | {c['admitted']} | {100 * c['precision']:.1f} | {100 * c['recall']:.1f} | "
+                     f"{c['rule']} |")
+    return lines + [""]
+
+
 def judge_card(judge: Judge, scores: dict[str, dict[str, float]], command: str) -> str:
     """The card shipped beside a judge: what it was trained on, how it scores held out, how to rebuild it."""
     meta = judge.meta
@@ -240,13 +256,15 @@ def judge_card(judge: Judge, scores: dict[str, dict[str, float]], command: str) 
              f"masks of {', '.join(meta.get('segmenters', []))}, plus {meta.get('augment')} defect-cut copies of "
              "each mask; labels from the gold SWC, candidates beyond the gold's scope left out.",
              f"- Models: {', '.join(f'{k}: {v}' for k, v in meta.get('models', {}).items())}; thresholds "
-             f"{', '.join(f'{k}: {v:.3f}' for k, v in judge.thresholds.items())} (the lowest keeping the "
-             "out-of-fold precision of neurorefiner.agents.learned.judge.MIN_PRECISION"
-             + (f" at every threshold admitting at least {meta['min_support']} candidates"
-                if meta.get("min_support", 1) > 1 else "") + ").",
+             f"{', '.join(f'{k}: {v:.3f}' for k, v in judge.thresholds.items())} (chosen out of fold by "
+             "neurorefiner.agents.learned.judge.choose_threshold against the precision floors of MIN_PRECISION"
+             + (f", thresholds admitting fewer than {meta['min_support']} candidates not held to them"
+                if meta.get("min_support", 1) > 1 else "") + "; each kind's rule below).",
              f"- Labelled candidates: {', '.join(f'{k}: {int(v)}' for k, v in meta.get('labelled', {}).items())}.",
+             *shipped_threshold_lines(meta.get("threshold_choice", {})),
              f"- Code: commit {meta.get('commit')}.", "",
-             "Held out (leave one stack out, both segmenters' masks of a stack together):", "",
+             "Held out, each stack by a judge trained without it at that judge's own threshold (leave one stack "
+             "out, both segmenters' masks of a stack together):", "",
              "| Kind | labelled | true | flagged | precision | recall |", "|---|---|---|---|---|---|"]
     for kind, s in scores.items():
         lines.append(f"| {kind} | {s['n']} | {s['true']} | {s['flagged']} | {100 * s['precision']:.1f} | "
@@ -280,6 +298,11 @@ def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, a
             "cases": sorted({c.case for c in cases}), "models": dict(MODELS), "commit": git_commit(),
             "labelled": {k: len(v) for k, v in data.y.items()}, "held_out": scores}
     judge = fit_judge(data, meta=meta, min_support=min_support)
+    for kind, c in judge.meta["threshold_choice"].items():
+        if not c["rule"].startswith("precision floor"):  # the card says it too; a run should not miss it
+            logging.getLogger(__name__).warning("judge %s: %s threshold %s (%s)", out, kind,
+                                                "never acts" if c["threshold"] > 1 else f"{c['threshold']:.3f}",
+                                                c["rule"])
     path = judge.save(Path(out))
     command = (f"neurorefiner train-judge --dataset {dataset} --split {split} --segmenters {','.join(segmenters)} "
                f"--out {out}" + (f" --min-support {min_support}" if min_support != 1 else ""))

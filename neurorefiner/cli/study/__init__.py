@@ -1,35 +1,19 @@
 """``neurorefiner study ...``: the one-off measurements (``neurorefiner.studies``), kept out of the user's
 command list so ``neurorefiner --help`` shows only what a user runs.
 
-Each study is one module here with a ``register(app)`` that adds its command(s). To add a study, write the
-module and put its name in ``STUDIES``; nothing else changes. The modules import their study code inside the
-command, so ``--help`` answers at once."""
+Each study is one module here with a ``register(app)`` that adds its command(s), found by its place in this
+folder: a new study is its code in ``neurorefiner/studies/``, its command module here and its folder under
+``experiments/`` (a ``run.sh`` calling ``neurorefiner study <name>``); nothing else changes. The modules import
+their study code inside the command, so ``--help`` answers at once."""
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
 import typer
 
-STUDIES: tuple[str, ...] = (
-    "break_probe",
-    "ceilings",
-    "choose_postprocess",
-    "fragmentation",
-    "gold_scope",
-    "instructions",
-    "judge",
-    "metrics_validation",
-    "prior_compare",
-    "probe_compare",
-    "probe_editor",
-    "realism",
-    "segmenter_cv",
-    "segmenter_rows",
-    "segmenter_summary",
-    "standins",
-    "visibility",
-)
+STUDIES: tuple[str, ...] = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.ispkg))
 
 
 def build_app(studies: tuple[str, ...] = STUDIES) -> typer.Typer:

@@ -7,7 +7,9 @@ function of its files), which is exactly what ``Client.map`` and ``as_completed`
 the dashboard, on a laptop (``LocalCluster``) or on a lab's cluster (``executor.address``, e.g. a
 ``dask-jobqueue`` ``SLURMCluster``; docs/whole_volume.md). The only global steps are chunked Dask reductions:
 the image's min and max (the normalisation ``executor=local`` uses), the mask's values (binary?) and z-MIPs for
-an overview picture; none holds a volume in memory.
+an overview picture; none holds a volume in memory. The run (:class:`~neurorefiner.refine.run.RefineRun`: roles,
+editor, loop settings, voxel size) is built once here and scattered to the workers, which rebuild its roles and
+editor from its recipe once each and resolve nothing again.
 
 The output folder: ``refined_mask.ome.zarr`` (NGFF 0.4 pyramid, uint8 0/255), ``skeletons/tile_XXXXX.swc``
 (kimimaro, per tile), ``refined_skeleton.swc`` (those joined across tile borders), ``overview.png``,
@@ -33,14 +35,13 @@ from typing import Any
 import numpy as np
 
 from neurorefiner.agents.roles import RoleError
-from neurorefiner.agents.trace import TRACE_VERSION, TraceWriter, read_trace
+from neurorefiner.agents.trace import TraceWriter, read_trace
 from neurorefiner.errors import InputError
 from neurorefiner.io.atomic import atomic_path
 from neurorefiner.io.ome_zarr import ZarrSource, create_mask_store, finish_pyramid, is_zarr_path, open_ome_zarr
-from neurorefiner.io.spacing import SpacingChoice, resolve_spacing
 from neurorefiner.io.swc import write_swc
 from neurorefiner.refine.output_lock import OutputLock, check_output_dir
-from neurorefiner.refine.run import RefineRun, differences, loop_settings, plain
+from neurorefiner.refine.run import RefineRun, differences
 from neurorefiner.refine.whole_volume.skeleton_merge import MERGED_SWC, merge_tile_skeletons
 from neurorefiner.refine.whole_volume.task import TileJob, refine_tile
 from neurorefiner.refine.whole_volume.tiles import check_plan, plan_tiles
@@ -90,8 +91,8 @@ class DaskExecutor:
         if image.shape != mask.shape:
             raise InputError(f"mask shape {mask.shape} differs from image shape {image.shape} ({cfg.image})",
                              cfg.mask)
-        spacing = resolve_spacing(cfg.get("spacing"), image, mask)   # none anywhere: one line, exit 2, no work
-        settings = loop_settings(cfg.t_max, cfg.get("loop"))
+        run = RefineRun.from_config(cfg, image, mask)   # no voxel size anywhere: one line, exit 2, no cluster
+        settings = run.settings
         tile, halo, chunks = check_plan(self.tile, self.halo, self.chunks, settings.block_size, settings.block_depth)
         block = (settings.block_depth or 1, settings.block_size, settings.block_size)
         tiles = plan_tiles(image.shape, tile, halo, block)
@@ -103,7 +104,7 @@ class DaskExecutor:
 
                 # rechunks (da.unique, the pyramid) as plain tasks: the P2P shuffle logs a warning per rechunk
                 with dask.config.set({"array.rechunk.method": "tasks"}):
-                    return self._run(cfg, client, out, image, mask, spacing, tiles, (tile, halo, chunks), inputs)
+                    return self._run(cfg, client, out, image, mask, run, tiles, (tile, halo, chunks), inputs)
             except TileFailure as exc:  # a worker's traceback is noise here: one line, exit 1, resumable
                 print(f"error: {exc}", file=sys.stderr)
                 sys.exit(1)
@@ -115,12 +116,11 @@ class DaskExecutor:
                 if cluster is not None:
                     cluster.close()
 
-    def _run(self, cfg: Any, client: Any, out: Path, image: ZarrSource, mask: ZarrSource, choice: SpacingChoice,
+    def _run(self, cfg: Any, client: Any, out: Path, image: ZarrSource, mask: ZarrSource, loop: RefineRun,
              tiles: list, plan: tuple, inputs: dict) -> dict:
         from dask.distributed import as_completed
         from tqdm import tqdm
 
-        loop = RefineRun.from_config(cfg, choice)
         spacing = loop.spacing
         t0 = time.perf_counter()
         stats = self._stats(image, mask)
@@ -129,14 +129,11 @@ class DaskExecutor:
                              "0/255 mask", cfg.mask)
         if not stats["finite"]:
             raise InputError("the image holds NaN/inf voxels; clean or clip it first", cfg.image)
-        header = {"type": "run", "version": TRACE_VERSION, "engine": "dask",
-                  "image": {"path": image.path, "shape": list(image.shape), "dtype": image.dtype,
-                            "min": stats["lo"], "max": stats["hi"], "sum": stats["image_sum"]},
-                  "mask": {"path": mask.path, "shape": list(mask.shape), "foreground": stats["foreground"]},
-                  "spacing": list(spacing), "spacing_from": loop.spacing_from, "settings": loop.settings.as_dict(),
-                  "agent": loop.description["agent"],
-                  "editor": loop.description["editor"],
-                  "plan": {"tile": list(plan[0]), "halo": list(plan[1]), "chunks": list(plan[2])}}
+        header = loop.header({"path": image.path, "shape": list(image.shape), "dtype": image.dtype,
+                              "min": stats["lo"], "max": stats["hi"], "sum": stats["image_sum"]},
+                             {"path": mask.path, "shape": list(mask.shape), "foreground": stats["foreground"]},
+                             engine="dask", plan={"tile": list(plan[0]), "halo": list(plan[1]),
+                                                  "chunks": list(plan[2])})
         done, finished = self._claim(out, header, bool(cfg.get("resume", True)), bool(cfg.get("overwrite", False)))
         if finished is not None:
             print(f"already refined: {out / STORE} (the trace's run is finished); nothing to do", file=sys.stderr)
@@ -145,10 +142,8 @@ class DaskExecutor:
         (work / "skeletons").mkdir(parents=True, exist_ok=True)
         (out / "traces").mkdir(exist_ok=True)
         level0 = create_mask_store(work / STORE, image.shape, plan[2])
-        jobs = [TileJob(t, image, mask, level0, (stats["lo"], stats["hi"]), spacing, plain(cfg.agent),
-                        plain(cfg.get("loop")), plain(cfg.get("editor")), int(cfg.t_max), str(out / "traces"),
-                        str(work / "skeletons") if self.skeletons else None, int(self.threads_per_worker), inputs,
-                        loop.spacing_from)
+        jobs = [TileJob(t, image, mask, level0, (stats["lo"], stats["hi"]), str(out / "traces"),
+                        str(work / "skeletons") if self.skeletons else None, int(self.threads_per_worker), inputs)
                 for t in tiles if t.id not in done]
         print(f"{len(tiles)} tile(s) of {list(plan[0])} voxels (halo {list(plan[1])}), {len(done)} already "
               f"committed; {len(jobs)} to refine", file=sys.stderr)
@@ -159,8 +154,10 @@ class DaskExecutor:
             bar = tqdm(total=len(tiles), initial=len(done), unit="tile", desc="refine",
                        disable=not bool(cfg.get("progress", True)), file=sys.stderr)
             attempt = uuid.uuid4().hex[:8]   # this driver's tasks: a killed driver's may still run on a live cluster
-            futures = client.map(refine_tile, jobs, key=[f"refine-tile-{j.tile.id}-{attempt}" for j in jobs],
-                                 pure=False, retries=0)
+            # the run goes to every worker once (its roles and editor built there once), not with every tile
+            shared = client.scatter(loop, broadcast=True, hash=False) if jobs else None
+            futures = client.map(refine_tile, jobs, [shared] * len(jobs),
+                                 key=[f"refine-tile-{j.tile.id}-{attempt}" for j in jobs], pure=False, retries=0)
             failed: list[str] = []
             for fut in as_completed(futures):
                 try:
@@ -192,7 +189,7 @@ class DaskExecutor:
             shutil.rmtree(work, ignore_errors=True)
             counts = _components(mask, out / STORE / "0") if self.components else {}
             seconds = time.perf_counter() - t0
-            summary = {**self._summary(cfg, image, summaries, levels, seconds, out, choice), **skeleton, **counts}
+            summary = {**self._summary(cfg, image, summaries, levels, seconds, out, loop), **skeleton, **counts}
             trace.write({"type": "done", "summary": summary})
         print(f"refined {cfg.mask}: {len(tiles)} tile(s), {summary['accepted']} edit(s) accepted, "
               f"{summary['rejected']} rejected, {summary['escalated']} escalated; {summary['seconds']:.1f} s -> "
@@ -295,7 +292,7 @@ class DaskExecutor:
             tmp.write_bytes(png_bytes(picture))
 
     def _summary(self, cfg: Any, image: ZarrSource, tiles: list[dict], levels: int, seconds: float,
-                 out: Path, spacing: SpacingChoice) -> dict:
+                 out: Path, run: RefineRun) -> dict:
         peaks: dict[int, int] = {}
         for s in tiles:
             pid = int(s.get("worker_pid", 0))
@@ -303,7 +300,7 @@ class DaskExecutor:
         total = {k: sum(int(s.get(k, 0)) for s in tiles) for k in ("accepted", "rejected", "escalated",
                                                                     "voxels before", "voxels after")}
         return {"image": str(cfg.image), "mask": str(cfg.mask), "shape": list(image.shape), "engine": "dask",
-                "spacing (z, y, x) um": list(spacing.values), "spacing from": spacing.source,
+                "spacing (z, y, x) um": list(run.spacing), "spacing from": run.spacing_from,
                 "tiles": len(tiles), "refined tiles": sum(s.get("status") == "refined" for s in tiles), **total,
                 "pyramid levels": levels, "seconds": round(seconds, 2),
                 "peak worker memory GiB": {str(pid): round(v / 2**30, 3) for pid, v in sorted(peaks.items())},

@@ -6,6 +6,10 @@ Why the loop runs on the whole region and only the interior is kept: the blocks 
 border blocks the context the in-memory run would give them (a break that straddles the tile's border is seen
 whole), and the halo's own edits belong to the neighbouring tile, which makes them with its own context.
 
+The run (:class:`~neurorefiner.refine.run.RefineRun`) comes from the driver, scattered once to each worker: a
+task neither reads the config nor resolves a setting, and the worker's roles and editor are built once, when the
+run arrives (its recipe), for all the tiles it refines.
+
 Within a tile the trace is the loop's own (``traces/tile_XXXXX.jsonl``: run header, every decision,
 ``block_done``, ``done``), so a task killed half way resumes from its finished blocks as ``executor=local`` does.
 """
@@ -13,7 +17,6 @@ Within a tile the trace is the loop's own (``traces/tile_XXXXX.jsonl``: run head
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import resource
 import time
@@ -33,28 +36,20 @@ from neurorefiner.refine.whole_volume.skeleton_merge import depth_first
 from neurorefiner.refine.whole_volume.tiles import Tile
 from neurorefiner.topology.blocks import Slices
 
-_LOOPS: dict[str, RefineRun] = {}
-
 
 @dataclass
 class TileJob:
-    """Everything one task needs, picklable (paths and plain config, no arrays)."""
+    """Where one task reads and writes, picklable (paths, no arrays); the run travels beside it."""
 
     tile: Tile
     image: ZarrSource
     mask: ZarrSource
     output: str                       # level-0 array of the output store
     intensity: tuple[float, float]    # the whole image's min and max (normalisation as executor=local does it)
-    spacing: tuple[float, float, float]
-    agent: dict
-    loop: dict
-    editor: dict
-    t_max: int
     trace_dir: str
     skeleton_dir: str | None = None
     threads: int = 1
     inputs: dict = field(default_factory=dict)
-    spacing_from: str = "given"
 
 
 def normalise(data: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -67,15 +62,6 @@ def normalise(data: np.ndarray, lo: float, hi: float) -> np.ndarray:
     data -= lo32
     data /= hi32 - lo32
     return np.clip(data, 0.0, 1.0, out=data)
-
-
-def _loop(job: TileJob) -> RefineRun:
-    """The worker's run for these settings, built once per worker process (the judge and the editor load once),
-    at the job's spacing."""
-    key = json.dumps([job.agent, job.loop, job.editor, job.t_max], sort_keys=True, default=str)
-    if key not in _LOOPS:
-        _LOOPS[key] = RefineRun.build(job.agent, job.loop, job.editor, job.t_max)
-    return _LOOPS[key].with_spacing(job.spacing, job.spacing_from)
 
 
 def _prior(path: Path, header: dict) -> Any:
@@ -93,8 +79,9 @@ def peak_rss() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def refine_tile(job: TileJob) -> dict:
-    """Refine one tile and commit its interior; returns the tile's summary (counts, voxels, seconds, memory)."""
+def refine_tile(job: TileJob, loop: RefineRun) -> dict:
+    """Refine one tile with ``loop`` (the driver's run) and commit its interior; returns the tile's summary
+    (counts, voxels, seconds, memory)."""
     t0 = time.perf_counter()
     try:
         import torch
@@ -115,18 +102,17 @@ def refine_tile(job: TileJob) -> dict:
     image = normalise(job.image.read(tile.region), *job.intensity)
     if not np.isfinite(image).all():
         raise ValueError(f"{job.image.path}: NaN/inf voxels in tile {tile.id}")
-    loop = _loop(job)
     faces = continuing_face_points(tile.region, job.mask.shape, lambda sl: job.mask.read(sl) > 0)
     guarded = dataclasses.replace(loop, agents=Agents(BorderGuard(loop.agents.inspector, faces),
                                                       loop.agents.advisor, loop.agents.validator))
-    header = {**guarded.header(image, mask), "tile": tile.as_dict()}
+    header = guarded.header(image, mask, tile=tile.as_dict())
     trace = Path(job.trace_dir) / f"tile_{tile.id:05d}.jsonl"
     prior = _prior(trace, header)
     result = guarded.run(image, mask, trace, {**job.inputs, "tile": tile.id}, prior, header)
     refined = result.mask[inner]
     write_region(job.output, tile.interior, refined)
     if job.skeleton_dir is not None:
-        write_tile_skeleton(refined, tile.interior, job.spacing, Path(job.skeleton_dir) / f"tile_{tile.id:05d}.swc")
+        write_tile_skeleton(refined, tile.interior, loop.spacing, Path(job.skeleton_dir) / f"tile_{tile.id:05d}.swc")
     return {**summary, "status": "refined", "voxels before": before, "voxels after": int(refined.sum()),
             **{k: result.counts[k] for k in ("accepted", "rejected", "escalated")}, "rounds": len(result.rounds),
             "converged": result.converged, "seconds": round(time.perf_counter() - t0, 3),
