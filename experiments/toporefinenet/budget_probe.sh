@@ -4,7 +4,7 @@
 #    weights only), 1,500 steps each on the stage-1 shards, constant lr 5e-4, fresh AdamW: `control` keeps the
 #    run's loss (residual, edit weight 10); `film` / `faint_film` add the decoder FiLM (model.net.text_film); `negative` adds negative_weight=10 (CE price of a change inside the
 #    named region of a no-change sample) and batch_dice=true. Run side by side, one torch thread each.
-# 2. The training probe (neurorefiner.studies.editor_training_probe) on the same held-out defects: OP_6 and
+# 2. The training probe (neurorefiner study training-probe) on the same held-out defects: OP_6 and
 #    SYNTHETIC stacks, both DIADEM segmenters' OP_6 masks and both cwmbs_weak stand-ins' masks of the SYNTHETIC
 #    stacks for real breaks and noise, raw network at change thresholds 0.5 / 0.7 / 0.9.
 # Needs the stage-1 shards (conf/experiment/toporefinenet_cpu_budget.yaml) and the DIADEM segmenters' dev masks
@@ -71,9 +71,9 @@ NOW=()
   NOW+=(budget_film_now="${BUDGET_FILM_LABEL:-phase 3 (faint shards, text_film), its latest last.ckpt (BUDGET_FILM=)}")
 [[ -n "${BUDGET_GATE:-}" ]] && SCORE+=("budget_gate_now=$BUDGET_GATE") &&
   NOW+=(budget_gate_now="${BUDGET_GATE_LABEL:-phase 4 (faint shards, text_film, edit_gate), its latest last.ckpt (BUDGET_GATE=)}")
-$PY -m neurorefiner.studies.editor_training_probe --out "$RESULTS" --n 20 --thresholds 0.5,0.7,0.9 \
+$NR study training-probe --out "$RESULTS" --n 20 --thresholds 0.5,0.7,0.9 \
   --standin-segmenters unet3d,nnunet_style "${SCORE[@]}"
 RESULTS="$RESULTS" NOW_LABELS="$(printf '%s\n' "${NOW[@]}")" bash experiments/toporefinenet/budget_probe_table.sh
 # the operation gate (the decoding's rule: a connect or repair only adds, a remove only deletes) on faint_film
-$PY -m neurorefiner.studies.editor_training_probe --out "${RESULTS}_gated" --n 20 --thresholds 0.5,0.9 \
+$NR study training-probe --out "${RESULTS}_gated" --n 20 --thresholds 0.5,0.9 \
   --operation-gate --standin-segmenters unet3d,nnunet_style faint_film=$OUT/faint_film/toporefinenet_stage1.ckpt

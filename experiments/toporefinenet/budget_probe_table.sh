@@ -5,11 +5,11 @@
 # run's latest checkpoints (BUDGET*=, named by budget_probe.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-PY=${PY:-.venv/bin/python}
+NR=${NR:-.venv/bin/neurorefiner}
 RESULTS=${RESULTS:-experiments/toporefinenet/results/budget_probe}
 NOW=()
 while IFS= read -r line; do [[ -n $line ]] && NOW+=("$line"); done <<< "${NOW_LABELS:-}"
-$PY experiments/toporefinenet/probe_table.py "$RESULTS" \
+$NR study probe-table "$RESULTS" \
   shipped_stage1="shipped stage 1 (start of the budget run)" shipped_two_stage="shipped editor (two-stage, the default)" \
   budget_9993="budget run, 9,993 steps (3.0 CPU-h spent)" \
   control="+1,500 steps, same loss" negative="+1,500 steps, negative_weight 10 + batch Dice" \

@@ -4,6 +4,7 @@
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 WANDB_MODE=offline HF_HUB_OFFLINE=1
 PY=${PY:-.venv/bin/python}
+NR=${NR:-.venv/bin/neurorefiner}
 START=checkpoints/resume/toporefinenet_stage1_budget/weights_9993.ckpt
 fork() {  # name, overrides...
   local name=$1; shift

@@ -19,7 +19,7 @@ done
 # conf/experiment/table_6/hashing.yaml) instead of MiniLM
 fork cab_hashing "stages.1.init_exclude=[fusion.]" model.net.fusion=cab text_encoder=hashing text_encoder.dim=384
 SCORE+=("cab_hashing=$OUT/cab_hashing/toporefinenet_stage1.ckpt")
-$PY -m neurorefiner.studies.editor_training_probe --out "$RESULTS" --n 20 --thresholds 0.5,0.9 \
+$NR study training-probe --out "$RESULTS" --n 20 --thresholds 0.5,0.9 \
   --standin-segmenters unet3d,nnunet_style "${SCORE[@]}"
-$PY experiments/toporefinenet/probe_table.py "$RESULTS" cab="CAB (cross-attention; the paper's)" \
+$NR study probe-table "$RESULTS" cab="CAB (cross-attention; the paper's)" \
   adaln="AdaLN" cdp="CDP" cab_hashing="CAB + bag-of-words hashing encoder"

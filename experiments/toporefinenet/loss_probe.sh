@@ -3,7 +3,7 @@
 # (STEPS steps or CPU_MIN CPU-minutes, whichever comes first: a costlier loss gets fewer steps) on the stage-1
 # sample shards (conf/experiment/toporefinenet_probe.yaml), one at a time, then all are
 # scored on the same held-out defects (OP_6 and SYNTHETIC stacks, raw network:
-# neurorefiner.studies.editor_training_probe). Writes outputs/toporefinenet_probes/<variant>/ (checkpoint,
+# neurorefiner study training-probe). Writes outputs/toporefinenet_probes/<variant>/ (checkpoint,
 # progress.json with steps and CPU seconds) and experiments/toporefinenet/results/loss_probe/<variant>.json.
 # Needs the stage-1 shards (commands in conf/experiment/toporefinenet_probe.yaml) and, for the real breaks,
 # the segmenters' DIADEM dev masks (neurorefiner init-masks --dataset diadem --split dev --segmenter S).
@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 WANDB_MODE=offline HF_HUB_OFFLINE=1
 PY=${PY:-.venv/bin/python}
+NR=${NR:-.venv/bin/neurorefiner}
 STEPS=${STEPS:-150}
 CPU_MIN=${CPU_MIN:-5.6}  # what 150 steps of the plain loss cost on the shared machine (2026-12-04)
 OUT=${OUT:-outputs/toporefinenet_probes}
@@ -36,5 +37,5 @@ for name in $ORDER; do
   fi
   SCORE+=("$name=$OUT/$name/toporefinenet_stage1.ckpt")
 done
-nice -n 10 $PY -m neurorefiner.studies.editor_training_probe --out "$RESULTS" --n ${N:-20} "${SCORE[@]}"
-$PY experiments/toporefinenet/loss_probe_table.py
+nice -n 10 $NR study training-probe --out "$RESULTS" --n ${N:-20} "${SCORE[@]}"
+$NR study loss-probe-table --results "$RESULTS" --runs "$OUT"

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from neurorefiner.defects.describe import betti0
-from neurorefiner.io.atomic import write_text_atomic
+from neurorefiner.evaluation.tables import write_markdown
 
 THRESHOLDS = (0.5, 0.3, 0.2, 0.1, 0.05)
 
@@ -67,5 +67,5 @@ def run(checkpoints: Sequence[str | Path], out: Path, labels: Sequence[str] | No
     samples = break_samples(n, crop)
     table = probe_markdown(probe_rows(checkpoints, labels, samples), n, crop)
     out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "break_probe.md", table)
+    write_markdown(out / "break_probe.md", table)
     return table

@@ -17,8 +17,7 @@ import re
 from pathlib import Path
 
 from neurorefiner.errors import InputError
-from neurorefiner.evaluation.tables import summarize, write_rows_csv
-from neurorefiner.io.atomic import write_text_atomic
+from neurorefiner.evaluation.tables import summarize, write_markdown, write_rows_csv
 from neurorefiner.paths import git_commit
 from neurorefiner.studies.standins import PAPER
 
@@ -83,5 +82,5 @@ def checkpoint_choice_table(folder: Path, presets: list[str]) -> str:
                      f"{r['REC']:.2f} | **{r['F1']:.2f}** | {r['SSD']:.2f} | {r['per_volume_F1']} | "
                      f"{r['target_F1']:.2f} | {r['paper_unet3d_F1']:.2f} |")
     text = "\n".join(lines) + "\n"
-    write_text_atomic(folder / "summary.md", text)
+    write_markdown(folder / "summary.md", text)
     return text

@@ -15,8 +15,7 @@ import re
 from pathlib import Path
 
 from neurorefiner.errors import InputError
-from neurorefiner.evaluation.tables import write_rows_csv
-from neurorefiner.io.atomic import write_text_atomic
+from neurorefiner.evaluation.tables import write_markdown, write_rows_csv
 from neurorefiner.studies.segmenter_rows import APP2_BY_PROTOCOL, read_rows
 from neurorefiner.studies.standins import PAPER, PAPER_SEGMENTER_F1
 
@@ -96,5 +95,5 @@ def equal_budget_table(folder: Path, preset: str) -> str:
                      f"{r['test_volumes']}{empty} | {r['PRE']:.2f} | {r['REC']:.2f} | **{r['F1']:.2f}** | "
                      f"{r['SSD']:.2f} | {paper_f1} | {gap} |")
     text = "\n".join(lines) + "\n"
-    write_text_atomic(folder / f"{preset}_summary.md", text)
+    write_markdown(folder / f"{preset}_summary.md", text)
     return text

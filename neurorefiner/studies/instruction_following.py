@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from neurorefiner.defects.describe import betti0
-from neurorefiner.io.atomic import write_text_atomic
+from neurorefiner.evaluation.tables import write_markdown
 from neurorefiner.paths import cache_dir, conf_dir
 from neurorefiner.topology.instructions import Instruction, all_instructions
 
@@ -184,7 +184,7 @@ def write_by_operation(folder: Path) -> Path:
     """``by_operation.md`` beside the ``rows.csv`` of an instruction-following table."""
     with open(folder / "rows.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    return write_text_atomic(folder / "by_operation.md", by_operation_markdown(rows, f"{folder.name}/rows.csv"))
+    return write_markdown(folder / "by_operation.md", by_operation_markdown(rows, f"{folder.name}/rows.csv"))
 
 
 def run(checkpoints: Sequence[str | Path], out: Path, labels: Sequence[str] | None = None, n: int = 64,
@@ -201,6 +201,6 @@ def run(checkpoints: Sequence[str | Path], out: Path, labels: Sequence[str] | No
     out.mkdir(parents=True, exist_ok=True)
     write_rows_csv(out / "rows.csv", rows)
     summary = summary_markdown(rows, models, len(samples), stage, overrides)
-    write_text_atomic(out / "summary.md", summary)
+    write_markdown(out / "summary.md", summary)
     write_by_operation(out)
     return summary

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurorefiner.evaluation.tables import write_rows_csv
-from neurorefiner.io.atomic import write_text_atomic
+from neurorefiner.evaluation.tables import write_markdown, write_rows_csv
 
 KEYS = ("SD", "SSD", "pSSD", "PRE", "REC", "F1", "MES")
 
@@ -39,7 +38,7 @@ def write_table(out: Path, name: str, rows: list[dict], title: str, note: str = 
     write_rows_csv(out / f"{name}.csv", rows)
     lines = [f"# {title}", "", note, "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_fmt(r[c]) for c in cols) + " |" for r in rows]
-    return write_text_atomic(out / f"{name}.md", "\n".join(lines) + "\n")
+    return write_markdown(out / f"{name}.md", "\n".join(lines) + "\n")
 
 
 def summary_rows(rows: list[dict], label_key: str) -> list[dict]:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from neurorefiner.errors import InputError
-from neurorefiner.io.atomic import write_text_atomic
+from neurorefiner.evaluation.tables import write_markdown
 
 # (column title, defect kind (None: edit-weighted over the kinds), variant, decoding, field)
 COLUMNS: tuple[tuple[str, str | None, str, str, str], ...] = (
@@ -51,5 +51,5 @@ def compare_probes(entries: Sequence[tuple[str, Path]], out: Path, title: str, i
         vals = [probe_value(rows, *c[1:]) for c in COLUMNS]
         made = f"{rows[0].get('date', '?')}, {rows[0].get('commit', '?')}"
         lines.append(f"| {label} | " + " | ".join("–" if v is None else f"{v:.2f}" for v in vals) + f" | {made} |")
-    write_text_atomic(Path(out), "\n".join(lines) + "\n")
+    write_markdown(Path(out), "\n".join(lines) + "\n")
     return Path(out)

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurorefiner.evaluation.tables import write_rows_csv
-from neurorefiner.io.atomic import write_text_atomic
+from neurorefiner.evaluation.tables import write_markdown, write_rows_csv
 
 PRESETS = ("tiny", "synthetic_cwmbs_weak", "synthetic_cwmbs_noise", "synthetic_zbfwb", "synthetic_bigneuron")
 WEAK_SNR = 2.0
@@ -141,7 +140,7 @@ def run(out: Path, n: int = 3, presets: Sequence[str] = PRESETS, diadem: Sequenc
               "target-bright voxels away from the target (distractors); radius/segment in um; "
               "branch_order_max = highest centrifugal order."]
     text = "\n".join(lines) + "\n"
-    write_text_atomic(out / "summary.md", text)
+    write_markdown(out / "summary.md", text)
 
     # ---------------------------------------------------------------- figures
     panels = [("bg", "background (p0.1 -> 0, p99.9 -> 1)", np.linspace(0, 0.6, 61), True),

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import subprocess
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from neurorefiner.errors import InputError
+from neurorefiner.evaluation.tables import write_rows_csv
 from neurorefiner.studies.checkpoint_choice import checkpoint_choice_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,12 +21,9 @@ FIELDS = ("case", "method", "protocol", "segmenter", "PRE", "REC", "F1", "SD", "
 def _fresh(folder: Path, which: str, f1s: list[float], protocol: str = "root_seeded") -> None:
     out = folder / "fresh" / f"synthetic_cwmbs_weak_{which}"
     out.mkdir(parents=True)
-    with open(out / "per_volume.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, FIELDS)
-        w.writeheader()
-        for i, f1 in enumerate(f1s):
-            w.writerow({"case": f"synthetic_cwmbs_weak_test_{i:03d}", "method": "initial", "protocol": protocol,
-                        "segmenter": "x", "PRE": 0.9, "REC": f1, "F1": f1, "SD": 5.0, "SSD": 10.0, "method_key": "k"})
+    rows = [{"case": f"synthetic_cwmbs_weak_test_{i:03d}", "method": "initial", "protocol": protocol, "segmenter": "x",
+             "PRE": 0.9, "REC": f1, "F1": f1, "SD": 5.0, "SSD": 10.0, "method_key": "k"} for i, f1 in enumerate(f1s)]
+    write_rows_csv(out / "per_volume.csv", rows, FIELDS)
 
 
 def test_both_checkpoints_beside_the_target_with_the_snapshot_named(tmp_path: Path) -> None:

@@ -33,3 +33,25 @@ def test_rows_csv(tmp_path: Path) -> None:
     with open(path) as fh:
         back = list(csv.DictReader(fh))
     assert len(back) == 3 and back[2]["method"] == "ours"
+
+
+def test_the_one_csv_writer_keeps_columns_and_refuses_a_dropped_figure(tmp_path: Path) -> None:
+    """Named columns in their order (a missing cell empty); a row key outside them is an error unless asked for."""
+    import pytest
+
+    path = write_rows_csv(tmp_path / "t.csv", [{"b": 1, "a": "x, y"}, {"a": 2}], ["a", "b"])
+    assert path.read_bytes() == b'a,b\r\n"x, y",1\r\n2,\r\n'
+    with pytest.raises(ValueError, match="c"):
+        write_rows_csv(tmp_path / "u.csv", [{"a": 1, "c": 3}], ["a"])
+    assert not (tmp_path / "u.csv").exists()
+    write_rows_csv(tmp_path / "u.csv", [{"a": 1, "c": 3}], ["a"], ignore_extra=True)
+    assert (tmp_path / "u.csv").read_bytes() == b"a\r\n1\r\n"
+
+
+def test_provenance_names_command_date_and_commit(monkeypatch) -> None:
+    from neurorefiner.evaluation.tables import provenance
+
+    monkeypatch.setattr("neurorefiner.paths.tree_state", lambda: ("abc1234", True))
+    stamp = provenance("neurorefiner study x")
+    assert stamp["command"] == "neurorefiner study x" and stamp["commit"] == "abc1234+dirty"
+    assert stamp["date"].endswith(" UTC") and len(stamp["date"]) == len("2026-01-01 00:00 UTC")

@@ -4,7 +4,6 @@ another row."""
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from typer.testing import CliRunner
 import neurorefiner.studies.prior_compare as pc
 from neurorefiner.cli.main import app
 from neurorefiner.errors import InputError
+from neurorefiner.evaluation.tables import write_rows_csv
 
 PRESET = "synthetic_cwmbs_weak"
 
@@ -27,10 +27,8 @@ def _card(dice: float) -> str:
 def _write_run(tables: Path, stem: str, dice: float, chosen: dict, val_rows: list[tuple]) -> None:
     (tables / f"{PRESET}_{stem}_card.md").write_text(_card(dice))
     (tables / f"{PRESET}_{stem}_postprocess_val.json").write_text(json.dumps(chosen))
-    with open(tables / f"{PRESET}_{stem}_postprocess_val.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["case", "threshold", "bridge_um", "PRE", "REC", "F1", "SD", "SSD"])
-        w.writerows(val_rows)
+    columns = ["case", "threshold", "bridge_um", "PRE", "REC", "F1", "SD", "SSD"]
+    write_rows_csv(tables / f"{PRESET}_{stem}_postprocess_val.csv", [dict(zip(columns, r)) for r in val_rows], columns)
 
 
 def test_pairs_read_the_chosen_setting(tmp_path: Path) -> None:
