@@ -97,12 +97,14 @@ class NeuroRefiner:
         self._run: Any = None
 
     def run_for(self, spacing: Any) -> Any:
-        """This method's :class:`~neurorefiner.refine.run.RefineRun` at ``spacing`` (built on first use)."""
+        """This method's :class:`~neurorefiner.refine.run.RefineRun` for one volume at ``spacing``: built on first
+        use, then the same roles and editor with the roles' memory of earlier volumes cleared
+        (:meth:`~neurorefiner.refine.run.RefineRun.afresh`), as when the run was built per volume."""
         if self._run is None:
             from neurorefiner.refine.run import RefineRun
 
             self._run = RefineRun.build(self.agent_cfg, self.loop_cfg, self.editor_cfg, self.t_max)
-        return self._run.with_spacing(spacing, "the dataset's voxel size")
+        return self._run.afresh().with_spacing(spacing, "the dataset's voxel size")
 
     def __call__(self, image: np.ndarray, mask: np.ndarray, case: Any, spacing: Any = (1.0, 1.0, 1.0)) -> np.ndarray:
         loop = self.run_for(spacing)

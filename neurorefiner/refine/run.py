@@ -145,6 +145,19 @@ class RefineRun:
         return dataclasses.replace(self, spacing=tuple(float(v) for v in values),  # type: ignore[arg-type]
                                    spacing_from=source or "given")
 
+    def afresh(self) -> RefineRun:
+        """The same run with its roles' memory of earlier volumes cleared: a fallback that gave up on its model
+        server (``agent.fallback``) asks it again. What a run that refines many volumes (the evaluation method)
+        gives each volume, as a run built anew for it would."""
+        from neurorefiner.agents.fallback import WithFallback
+
+        def fresh(role: Any) -> Any:
+            return WithFallback(role.primary, role.fallback) if isinstance(role, WithFallback) else role
+
+        roles = self.agents
+        return dataclasses.replace(self, agents=Agents(fresh(roles.inspector), fresh(roles.advisor),
+                                                       fresh(roles.validator)))
+
     # ------------------------------------------------------------------------------------------ running
     def header(self, image: np.ndarray | Mapping[str, Any], mask: np.ndarray | Mapping[str, Any],
                **extra: Any) -> dict:

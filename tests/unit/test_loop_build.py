@@ -181,3 +181,18 @@ def test_the_method_builds_its_run_once_for_all_volumes(monkeypatch: pytest.Monk
         method(np.zeros((4, 8, 8), np.float32), empty, type("Case", (), {"name": name})(), spacing=spacing)
     assert len(reads) == 1
     assert method.run_for((2.0, 1.0, 1.0)).spacing == (2.0, 1.0, 1.0) and len(reads) == 1
+
+
+def test_each_volume_of_the_method_asks_a_fallen_back_server_again() -> None:
+    """Built once for every volume, a run whose model server failed on one volume would give every later volume
+    to the fallback; a run built per volume asked the server again, and so does each volume's run now."""
+    from neurorefiner.agents.fallback import WithFallback
+
+    method = NeuroRefiner(OmegaConf.merge(HEURISTIC, {"fallback": "heuristic"}), None, FAKE_EDITOR)
+    first = method.run_for((1.0, 1.0, 1.0))
+    assert isinstance(first.agents.inspector, WithFallback)
+    first.agents.inspector.failure = "the server at http://127.0.0.1:9/v1 did not answer"
+    again = method.run_for((1.0, 1.0, 1.0))
+    assert again.agents.inspector.failure is None
+    assert again.agents.inspector.primary is first.agents.inspector.primary   # the same roles, not rebuilt
+    assert again.editor is first.editor
