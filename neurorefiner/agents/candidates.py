@@ -352,7 +352,45 @@ def _prunes(cx: _PieceContext) -> list[Candidate]:
     return out
 
 
+@dataclass
+class _PieceSkeleton:
+    """The skeleton graph of one piece, read in the piece's box (``lo`` its origin): the image and the depth
+    (distance to background, um) there, the piece's voxels, each branch's voxel path and the branch each piece
+    voxel belongs to, and per branch its end nodes, type and length (``skan``'s summary), with the branches
+    meeting at each node, for the continuity cue."""
+
+    lo: np.ndarray
+    img: np.ndarray
+    depth: np.ndarray
+    piece_vox: np.ndarray
+    paths: list[np.ndarray]
+    owner_of: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    btype: np.ndarray
+    blen: np.ndarray
+    degree: np.ndarray
+    by_node: dict[int, list[int]]
+    coords: np.ndarray
+
+
 def _piece_prunes(cx: _PieceContext, c: int) -> list[Candidate]:
+    """A prune candidate for every terminal branch of piece ``c``'s skeleton at least ``prune_min_um`` long."""
+    sk = _piece_skeleton(cx, c)
+    if sk is None:
+        return []
+    out = []
+    for i in range(len(sk.btype)):
+        if sk.btype[i] != 1 or sk.blen[i] < cx.s.prune_min_um:
+            continue
+        cand = _prune_candidate(cx, c, sk, i)
+        if cand is not None:
+            out.append(cand)
+    return out
+
+
+def _piece_skeleton(cx: _PieceContext, c: int) -> _PieceSkeleton | None:
+    """Skeletonise piece ``c`` in its box (one voxel of padding); None when it has no skeleton graph."""
     import edt
     import skan
     from scipy.spatial import cKDTree
@@ -360,8 +398,7 @@ def _piece_prunes(cx: _PieceContext, c: int) -> list[Candidate]:
 
     from neurorefiner.topology.skeleton import skeleton_graph
 
-    sp, s = cx.sp, cx.s
-    bg, fg = cx.levels
+    sp = cx.sp
     z0, z1, y0, y1, x0, x1 = (int(v) for v in cx.boxes[c])
     pad = 1
     lo = np.array([max(z0 - pad, 0), max(y0 - pad, 0), max(x0 - pad, 0)])
@@ -370,7 +407,7 @@ def _piece_prunes(cx: _PieceContext, c: int) -> list[Candidate]:
     piece = cx.labels[box] == c
     graph = skeleton_graph(skeletonize(piece), sp)
     if graph is None:
-        return []
+        return None
     summary = skan.summarize(graph, separator="_")
     depth = edt.edt(piece, anisotropy=tuple(float(v) for v in sp))
     img = cx.image[box]
@@ -392,66 +429,78 @@ def _piece_prunes(cx: _PieceContext, c: int) -> list[Candidate]:
         by_node.setdefault(int(a), []).append(i)
         by_node.setdefault(int(b), []).append(i)
     coords = graph.coordinates.astype(int)
-    out = []
-    for i in range(len(summary)):
-        if btype[i] != 1 or blen[i] < s.prune_min_um:
+    return _PieceSkeleton(lo, img, depth, piece_vox, paths, owner_of, src, dst, btype, blen, degree, by_node, coords)
+
+
+def _continuity(sk: _PieceSkeleton, i: int, junction: int, d_this: np.ndarray, sp: np.ndarray
+                ) -> tuple[float, int, float]:
+    """The direction-continuity cue of branch ``i`` at its junction: the best cosine between its direction into
+    the junction and another branch's direction out of it (a fibre merged into the neuron continues straight
+    through; a spur does not), how many other branches meet there and the longest of them (um)."""
+    best_cont, n_others, others_len = -1.0, 0, 0.0
+    for j in sk.by_node.get(junction, []):
+        if j == i:
             continue
-        # orient the path tip -> junction
-        a, b = int(src[i]), int(dst[i])
-        tip_node, junction = (a, b) if degree[a] == 1 else (b, a)
-        p = paths[i]
-        if not np.array_equal(p[0], coords[tip_node]):
-            p = p[::-1]
-        p_um = p * sp
-        at_j = p_um[-min(len(p), 8):]
-        d_this = _direction(at_j)
-        d_this = d_this if np.dot(d_this, p_um[-1] - at_j[0]) >= 0 else -d_this  # pointing into the junction
-        best_cont, n_others, others_len = -1.0, 0, 0.0
-        for j in by_node.get(junction, []):
-            if j == i:
-                continue
-            n_others += 1
-            q = paths[j]
-            q = q if np.array_equal(q[0], coords[junction]) else q[::-1]
-            q_um = q * sp
-            seg = q_um[: min(len(q), 8)]
-            d_other = _direction(seg)
-            d_other = d_other if np.dot(d_other, seg[-1] - seg[0]) >= 0 else -d_other  # leaving the junction
-            best_cont = max(best_cont, float(np.dot(d_this, d_other)))
-            others_len = max(others_len, float(blen[j]))
-        thick = depth[tuple(p.T)]
-        longest = _longest_other(by_node, junction, i, blen)
-        trunk = float(np.median(depth[tuple(paths[longest].T)])) if longest is not None else 1.0
-        vals = _rel(img[tuple(p.T)], bg, fg)
-        vox = piece_vox[owner_of == i]
-        # keep the junction's own neighbourhood: the cut is at the junction, not into the trunk
-        if len(vox):
-            jr = float(thick[-1]) + float(sp.min())
-            keep = np.linalg.norm((vox - p[-1]) * sp, axis=1) <= jr
-            vox = vox[~keep]
-        if not len(vox):
-            continue
-        tip, junc = p[0] + lo, p[-1] + lo
-        feats = {
-            "length_um": float(blen[i]),
-            "euclid_um": float(np.linalg.norm(p_um[0] - p_um[-1])),
-            "tortuosity": float(blen[i] / max(np.linalg.norm(p_um[0] - p_um[-1]), 1e-6)),
-            "thickness_um": float(np.median(thick)),
-            "thickness_ratio": float(np.median(thick) / max(trunk, 1e-6)),
-            "brightness": float(vals.mean()),
-            "brightness_min": float(vals.min()),
-            "continuity": best_cont,
-            "n_at_junction": float(n_others),
-            "other_len_um": others_len,
-            "tip_border_um": float(np.min(np.minimum(tip, np.asarray(cx.mask.shape) - 1 - tip) * sp)),
-            "log_piece_size": float(np.log1p(cx.sizes[c])),
-            "piece_is_main": float(c == cx.main),
-            "log_voxels": float(np.log1p(len(vox))),
-            "share_of_piece": float(len(vox) / max(cx.sizes[c], 1)),
-        }
-        out.append(Candidate("prune", (tuple(int(v) for v in tip), tuple(int(v) for v in junc)), (c,), feats,
-                             vox + lo))
-    return out
+        n_others += 1
+        q = sk.paths[j]
+        q = q if np.array_equal(q[0], sk.coords[junction]) else q[::-1]
+        q_um = q * sp
+        seg = q_um[: min(len(q), 8)]
+        d_other = _direction(seg)
+        d_other = d_other if np.dot(d_other, seg[-1] - seg[0]) >= 0 else -d_other  # leaving the junction
+        best_cont = max(best_cont, float(np.dot(d_this, d_other)))
+        others_len = max(others_len, float(sk.blen[j]))
+    return best_cont, n_others, others_len
+
+
+def _prune_candidate(cx: _PieceContext, c: int, sk: _PieceSkeleton, i: int) -> Candidate | None:
+    """The prune of terminal branch ``i`` of piece ``c``, with its features; None when nothing of the piece is
+    left to cut once the junction's own neighbourhood is kept."""
+    sp = cx.sp
+    bg, fg = cx.levels
+    # orient the path tip -> junction
+    a, b = int(sk.src[i]), int(sk.dst[i])
+    tip_node, junction = (a, b) if sk.degree[a] == 1 else (b, a)
+    p = sk.paths[i]
+    if not np.array_equal(p[0], sk.coords[tip_node]):
+        p = p[::-1]
+    p_um = p * sp
+    at_j = p_um[-min(len(p), 8):]
+    d_this = _direction(at_j)
+    d_this = d_this if np.dot(d_this, p_um[-1] - at_j[0]) >= 0 else -d_this  # pointing into the junction
+    best_cont, n_others, others_len = _continuity(sk, i, junction, d_this, sp)
+    thick = sk.depth[tuple(p.T)]
+    longest = _longest_other(sk.by_node, junction, i, sk.blen)
+    trunk = float(np.median(sk.depth[tuple(sk.paths[longest].T)])) if longest is not None else 1.0
+    vals = _rel(sk.img[tuple(p.T)], bg, fg)
+    vox = sk.piece_vox[sk.owner_of == i]
+    # keep the junction's own neighbourhood: the cut is at the junction, not into the trunk
+    if len(vox):
+        jr = float(thick[-1]) + float(sp.min())
+        keep = np.linalg.norm((vox - p[-1]) * sp, axis=1) <= jr
+        vox = vox[~keep]
+    if not len(vox):
+        return None
+    blen = sk.blen
+    tip, junc = p[0] + sk.lo, p[-1] + sk.lo
+    feats = {
+        "length_um": float(blen[i]),
+        "euclid_um": float(np.linalg.norm(p_um[0] - p_um[-1])),
+        "tortuosity": float(blen[i] / max(np.linalg.norm(p_um[0] - p_um[-1]), 1e-6)),
+        "thickness_um": float(np.median(thick)),
+        "thickness_ratio": float(np.median(thick) / max(trunk, 1e-6)),
+        "brightness": float(vals.mean()),
+        "brightness_min": float(vals.min()),
+        "continuity": best_cont,
+        "n_at_junction": float(n_others),
+        "other_len_um": others_len,
+        "tip_border_um": float(np.min(np.minimum(tip, np.asarray(cx.mask.shape) - 1 - tip) * sp)),
+        "log_piece_size": float(np.log1p(cx.sizes[c])),
+        "piece_is_main": float(c == cx.main),
+        "log_voxels": float(np.log1p(len(vox))),
+        "share_of_piece": float(len(vox) / max(cx.sizes[c], 1)),
+    }
+    return Candidate("prune", (tuple(int(v) for v in tip), tuple(int(v) for v in junc)), (c,), feats, vox + sk.lo)
 
 
 def _longest_other(by_node: dict[int, list[int]], junction: int, i: int, blen: np.ndarray) -> int | None:

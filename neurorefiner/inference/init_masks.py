@@ -114,22 +114,7 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
     if segmenter == NAIVE:
         ckpt, digest, seg = None, "none", None
     else:
-        import dataclasses
-
-        from neurorefiner.inference.segmenter import recorded_postprocess
-        ckpt = Path(model) if model else shipped_checkpoint(segmenter, dataset,
-                                                              (dataset_kwargs or {}).get("subset"))
-        if not ckpt.exists():
-            raise InputError(f"no checkpoint for {segmenter!r} on {dataset!r}; train one with "
-                             f"`python train.py task=segment model={segmenter} dataset={dataset}` and pass "
-                             "--model <ckpt_dir>/segmenter.pt", ckpt)
-        from neurorefiner.inference.segmenter import load_segmenter
-
-        digest = file_sha256(ckpt)
-        seg = load_segmenter(ckpt, expected_arch=None if is_segmenter_file(segmenter) else segmenter)
-        # refinement starts from the breaks and fragments: no component filter, no gap bridging
-        post = post or dataclasses.replace(recorded_postprocess(seg), keep_largest=0, bridge_um=0.0)
-        post = dataclasses.replace(post, **(overrides or {}))
+        ckpt, digest, seg, post = _learned_segmenter(dataset, segmenter, model, dataset_kwargs, post, overrides)
         post_d = post.as_dict()
     manifest_path = out / "manifest.json"
     window_l = [int(w) for w in window] if window else "default"
@@ -149,21 +134,9 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
             continue
         vol = case.image()
         start = time.perf_counter()
-        if seg is None:
-            from neurorefiner.baselines.naive import otsu_mask
-
-            mask = otsu_mask(vol.load())
-        else:
-            from neurorefiner.inference.segmenter import segment_array
-            from neurorefiner.postprocessing.masks import postprocess_mask
-
-            cached = (probs_cache_dir(dataset, segmenter, digest, window_l, overlap) / f"{case.name}.npy"
-                      if cache_probs else None)
-            voxel = case.spacing or vol.spacing
-            probs = _cached_probs(cached, lambda vol=vol, src=str(case.image_path), voxel=voxel: segment_array(
-                seg, vol.load(), overlap=overlap, device=device, patch_size=window, source=src, post=post,
-                spacing=voxel)[1])
-            mask = postprocess_mask(probs, post, voxel)
+        probs_path = (probs_cache_dir(dataset, segmenter, digest, window_l, overlap) / f"{case.name}.npy"
+                      if cache_probs and seg is not None else None)
+        mask = _case_mask(case, vol, seg, post, window, overlap, device, probs_path)
         write_volume(path, mask, spacing=vol.spacing)
         done[case.name] = {"file": path.name, "split": case.split, "seconds": round(time.perf_counter() - start, 2),
                            "foreground": int(mask.sum()), "shape": list(mask.shape), "image_sha256": image_sha}
@@ -171,6 +144,47 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
     if not manifest_path.exists():
         _record_cases(manifest_path, header, {})
     return paths
+
+
+def _learned_segmenter(dataset: str, segmenter: str, model: str | Path | None,
+                       dataset_kwargs: dict[str, Any] | None, post: Any, overrides: dict[str, Any] | None
+                       ) -> tuple[Path, str, Any, Any]:
+    """The checkpoint (``model``, else the shipped one), its sha256, the loaded segmenter and the post-processing
+    its masks get (``post``, else the checkpoint's recorded one with every component kept and no gap bridging;
+    ``overrides`` replace fields of either). A missing checkpoint says how to train one."""
+    import dataclasses
+
+    from neurorefiner.inference.segmenter import load_segmenter, recorded_postprocess
+
+    ckpt = Path(model) if model else shipped_checkpoint(segmenter, dataset, (dataset_kwargs or {}).get("subset"))
+    if not ckpt.exists():
+        raise InputError(f"no checkpoint for {segmenter!r} on {dataset!r}; train one with "
+                         f"`python train.py task=segment model={segmenter} dataset={dataset}` and pass "
+                         "--model <ckpt_dir>/segmenter.pt", ckpt)
+    digest = file_sha256(ckpt)
+    seg = load_segmenter(ckpt, expected_arch=None if is_segmenter_file(segmenter) else segmenter)
+    # refinement starts from the breaks and fragments: no component filter, no gap bridging
+    post = post or dataclasses.replace(recorded_postprocess(seg), keep_largest=0, bridge_um=0.0)
+    post = dataclasses.replace(post, **(overrides or {}))
+    return ckpt, digest, seg, post
+
+
+def _case_mask(case: Any, vol: Any, seg: Any, post: Any, window: Sequence[int] | None, overlap: float,
+               device: str, probs_path: Path | None) -> Any:
+    """One case's M_init: Otsu's threshold without a segmenter (the naive floor), else the segmenter's
+    probability map (read from / kept at ``probs_path`` when given) through the post-processing."""
+    if seg is None:
+        from neurorefiner.baselines.naive import otsu_mask
+
+        return otsu_mask(vol.load())
+    from neurorefiner.inference.segmenter import segment_array
+    from neurorefiner.postprocessing.masks import postprocess_mask
+
+    voxel = case.spacing or vol.spacing
+    probs = _cached_probs(probs_path, lambda vol=vol, src=str(case.image_path), voxel=voxel: segment_array(
+        seg, vol.load(), overlap=overlap, device=device, patch_size=window, source=src, post=post,
+        spacing=voxel)[1])
+    return postprocess_mask(probs, post, voxel)
 
 
 def _same_settings(manifest: dict, header: dict) -> bool:

@@ -7,13 +7,13 @@ OP_7-OP_9) with the stage-1 generators of :mod:`neurorefiner.defects`:
 * ``noise``: Gaussian blobs anywhere in the block;
 * ``paste``: a patch of another neuron's gold mask;
 * ``crossing``: blobs in a cell that a true neurite crosses (the case where thresholding cut the tree);
-* ``real_break`` / ``real_noise`` (:func:`real_items`): the shipped segmenter's own errors on the DIADEM
-  development stacks (its cached initial masks against gold, as the stage-2 miner finds them), put into
-  the gold block one at a time: a real break is a stretch of gold the segmenter's mask misses where its
-  mask is in two pieces (the gold block minus those voxels falls apart, and no one mask component covers
-  both sides), a real noise defect is a piece of the mask away from gold (isolated components and voxels
-  more than 3 voxels from gold). Their shapes, sizes and places (where the image is faint or misleading)
-  are the segmenter's; each is edited alone, so the figures stay per defect.
+* ``real_break`` / ``real_noise`` (:func:`~neurorefiner.studies.editor_probe_real.real_items`): the shipped
+  segmenter's own errors on the DIADEM development stacks (its cached initial masks against gold, as the
+  stage-2 miner finds them), put into the gold block one at a time: a real break is a stretch of gold the
+  segmenter's mask misses where its mask is in two pieces (the gold block minus those voxels falls apart, and
+  no one mask component covers both sides), a real noise defect is a piece of the mask away from gold
+  (isolated components and voxels more than 3 voxels from gold). Their shapes, sizes and places (where the
+  image is faint or misleading) are the segmenter's; each is edited alone, so the figures stay per defect.
 
 Each defect is edited four times, with the correct instruction, a constant one (the operation at
 ``center-center-center``, what a frame centred on every edit made the Advisor say: the text names no place),
@@ -30,7 +30,8 @@ the current mask.
 Per edit: changed (any voxel), reconnected (block Betti-0 down to gold's), share of the gap filled,
 true-structure voxels removed, false merges (an edited component holding voxels of two gold components
 the input kept apart), share of the noise removed. :func:`summarize` turns the rows into the table,
-:func:`write_report` writes ``editor_probe.md`` and the CSVs (with date and commit).
+:func:`~neurorefiner.studies.editor_probe_report.write_report` writes ``editor_probe.md`` and the CSVs (with date
+and commit).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import cc3d
@@ -46,7 +46,6 @@ import numpy as np
 
 from neurorefiner.defects import add_noise_blobs, betti0, describe_change, make_break, paste_annotation
 from neurorefiner.defects.breaks import Defect
-from neurorefiner.defects.describe import crop_start
 from neurorefiner.defects.noise import gaussian_blobs
 from neurorefiner.topology.instructions import Instruction
 
@@ -225,132 +224,6 @@ def make_items(volumes: Sequence[ProbeVolume], n_per_kind: int = 50, kinds: Sequ
     return items
 
 
-# ------------------------------------------------------------------------------------------ real defects
-def load_segmenter_masks(volumes: Sequence[ProbeVolume], segmenter: str = "unet3d",
-                         root: str | Path | None = None) -> dict[str, np.ndarray]:
-    """The segmenter's cached initial masks of the DIADEM volumes (``neurorefiner init-masks --dataset
-    diadem --split dev --segmenter <segmenter>`` writes them), by volume name; volumes without one are
-    left out (the caller says so)."""
-    from neurorefiner.io import read_mask
-    from neurorefiner.paths import init_mask_dir
-
-    folder = init_mask_dir("diadem", segmenter, root)
-    out = {}
-    for vol in volumes:
-        if vol.name in HELD_OUT:
-            raise ValueError(f"{vol.name} is a held-out test stack: never probe or tune on it")
-        path = folder / f"{vol.name}.tif"
-        if path.exists():
-            mask = np.asarray(read_mask(path).load(), dtype=bool)
-            if mask.shape == vol.gold.shape:
-                out[vol.name] = mask
-    return out
-
-
-def _mask_parted(mask: np.ndarray, gold: np.ndarray, piece: np.ndarray) -> bool:
-    """Does ``mask`` leave the gold on the two sides of ``piece`` (gold voxels it misses) in different
-    mask components: the gold pieces next to ``piece`` do not all meet one mask component (within one
-    voxel), or one of them meets none."""
-    from scipy import ndimage as ndi
-
-    rest = gold & ~piece
-    sides = cc3d.connected_components(np.ascontiguousarray(rest), connectivity=26)
-    near = ndi.binary_dilation(piece, np.ones((3, 3, 3), bool), iterations=2)
-    ends = [k for k in np.unique(sides[near & rest]) if k > 0]
-    if len(ends) < 2:
-        return False
-    mlab = cc3d.connected_components(np.ascontiguousarray(mask), connectivity=26)
-    grown = ndi.grey_dilation(mlab, size=(3, 3, 3))
-    sets = [set(np.unique(grown[(sides == k) & near]).tolist()) - {0} for k in ends]
-    if any(not s for s in sets):
-        return True
-    return not set.intersection(*sets)
-
-
-def find_real_defects(vol: ProbeVolume, mask: np.ndarray, min_break: int = 4, min_noise: int = 10,
-                      pad: int = 6) -> list[tuple[str, np.ndarray]]:
-    """The segmenter's breaks and noise in one volume: (kind, flat voxel indices), breaks first."""
-    from neurorefiner.data.datamodules.stage2 import error_components
-
-    out: list[tuple[str, np.ndarray]] = []
-    missed = vol.gold & ~mask
-    labels, n = cc3d.connected_components(np.ascontiguousarray(missed), connectivity=26, return_N=True)
-    boxes = cc3d.statistics(labels)["bounding_boxes"]
-    for k in range(1, n + 1):
-        box = tuple(slice(max(0, b.start - pad), b.stop + pad) for b in boxes[k])
-        piece = labels[box] == k
-        if int(piece.sum()) < min_break:
-            continue
-        gold = vol.gold[box]
-        if betti0(gold & ~piece) > betti0(gold) and _mask_parted(mask[box], gold, piece):
-            local = np.nonzero(piece)
-            at = tuple(ix + b.start for ix, b in zip(local, box, strict=True))
-            out.append(("real_break", np.ravel_multi_index(at, labels.shape)))
-    for kind, comp in error_components(mask, vol.gold, tolerance=1, min_voxels=min_noise, fp_tolerance=3):
-        if kind == "fp":
-            out.append(("real_noise", np.flatnonzero(comp)))
-    return out
-
-
-def real_item(vol: ProbeVolume, kind: str, voxels: np.ndarray, rng: np.random.Generator, size: Triple,
-              halo: int = 2, min_inside: float = 0.9) -> ProbeItem | None:
-    """A block of ``size`` holding one real defect as the editor's frames hold an edit (its centre at least a
-    quarter of the block from the border: :func:`~neurorefiner.defects.describe.crop_start`), the defect put
-    into the gold block alone; None when the block cannot hold most of it or the break does not part the gold
-    block."""
-
-    coords = np.stack(np.unravel_index(voxels, vol.gold.shape), axis=1)
-    start = crop_start(coords.mean(axis=0), size, vol.gold.shape, rng)
-    inside = np.all((coords >= start) & (coords < np.add(start, size)), axis=1)
-    if inside.mean() < min_inside:
-        return None
-    defect = np.zeros(size, dtype=bool)
-    defect[tuple((coords[inside] - start).T)] = True
-    gold = crop(vol.gold, start, size)
-    if kind == "real_break":
-        mask = gold & ~defect
-        if not (gold & defect).any() or betti0(mask) <= betti0(gold):
-            return None
-        ins = describe_change(gold & defect, "fn")
-    else:
-        defect &= ~gold
-        if defect.sum() < 1:
-            return None
-        mask = gold | defect
-        ins = describe_change(defect, "fp")
-    context = crop(vol.gold, [s - halo for s in start], [s + 2 * halo for s in size])
-    context[halo:-halo, halo:-halo, halo:-halo] = mask
-    return ProbeItem(vol.name, kind, tuple(start), crop(vol.image, start, size), gold, mask, ins, context)
-
-
-def real_items(volumes: Sequence[ProbeVolume], masks: dict[str, np.ndarray], n_per_kind: int = 50,
-               kinds: Sequence[str] = REAL, size: Triple = (32, 64, 64), seed: int = 0) -> list[ProbeItem]:
-    """Up to ``n_per_kind`` real defects of each kind from the segmenter's ``masks``, drawn round-robin
-    over the volumes in a seeded order (fewer when the masks hold fewer)."""
-    found: dict[str, list[list[np.ndarray]]] = {k: [] for k in kinds}
-    for vol in volumes:
-        if vol.name not in masks:
-            continue
-        defects = find_real_defects(vol, masks[vol.name])
-        for kind in kinds:
-            found[kind].append([v for k, v in defects if k == kind])
-    items: list[ProbeItem] = []
-    names = [v for v in volumes if v.name in masks]
-    for ki, kind in enumerate(kinds):
-        rng = np.random.default_rng([seed, 101, ki])
-        queues = [list(rng.permutation(len(lst))) for lst in found[kind]]
-        made, turn = 0, 0
-        while made < n_per_kind and any(queues):
-            qi = turn % len(queues)
-            turn += 1
-            if not queues[qi]:
-                continue
-            j = int(queues[qi].pop(0))
-            item = real_item(names[qi], kind, found[kind][qi][j], rng, size)
-            if item is not None:
-                items.append(item)
-                made += 1
-    return items
 
 
 # ---------------------------------------------------------------------------------------------- metrics
@@ -518,121 +391,3 @@ def time_break_edit(refiner: Any, volumes: Sequence[ProbeVolume], shape: Triple 
                                     context=context, repeats=repeats)
     out.update({"shape": " x ".join(str(s) for s in shape), "repeats": repeats, "volume": vol.name})
     return out
-
-
-# ---------------------------------------------------------------------------------------------- report
-def fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.3f}"
-    return str(v)
-
-
-TARGETS = [  # (label, kind, variant, decoding, field, target text)
-    ("breaks reconnected", "break", "correct", "topology", "reconnected", ">= 0.90"),
-    ("break gap filled", "break", "correct", "topology", "gap_filled", ">= 0.80"),
-    ("break false merges", "break", "correct", "topology", "false_merge", "<= 0.02"),
-    ("noise removed (>= 90 % of its voxels)", "noise", "correct", "topology", "noise_removed", ">= 0.95"),
-    ("pasted fragments removed", "paste", "correct", "topology", "noise_removed", ">= 0.95"),
-    ("noise on a crossing neurite removed", "crossing", "correct", "topology", "noise_removed", ">= 0.95"),
-    ("crossing: edits removing no true voxel", "crossing", "correct", "topology", "true_removed_zero",
-     "1.00"),
-    ("raw network gap filled", "break", "correct", "raw", "gap_filled", ">= 0.60"),
-    ("real breaks (segmenter) reconnected", "real_break", "correct", "topology", "reconnected", ">= 0.90"),
-    ("real breaks (segmenter) gap filled", "real_break", "correct", "topology", "gap_filled", ">= 0.80"),
-    ("real breaks (segmenter) false merges", "real_break", "correct", "topology", "false_merge", "<= 0.02"),
-    ("real breaks (segmenter) raw gap filled", "real_break", "correct", "raw", "gap_filled", ">= 0.60"),
-    ("real noise (segmenter) removed", "real_noise", "correct", "topology", "noise_removed", ">= 0.95"),
-    ("real noise (segmenter): edits removing no true voxel", "real_noise", "correct", "topology",
-     "true_removed_zero", "1.00"),
-]
-
-
-TEXT_EFFECT = [  # (kind, field, decoding, label): what the instruction's text and place add
-    ("break", "gap_filled", "raw", "break gap filled (raw)"),
-    ("break", "gap_filled", "network", "break gap filled (network alone, unconfined)"),
-    ("break", "reconnected", "topology", "breaks reconnected (decoded)"),
-    ("real_break", "gap_filled", "raw", "real break gap filled (raw)"),
-    ("noise", "noise_removed", "raw", "noise removed (raw)"),
-]
-
-
-def headline(summary: Sequence[dict[str, Any]]) -> list[tuple[str, Any, str]]:
-    """The figures the editor's targets name, plus the wrong-location / opposite no-change shares."""
-    index = {(s["kind"], s["variant"], s["decoding"]): s for s in summary}
-    out = []
-    for label, kind, variant, decoding, fieldname, target in TARGETS:
-        s = index.get((kind, variant, decoding))
-        out.append((label, None if s is None else s[fieldname], target))
-    for kind, fieldname, decoding, what in TEXT_EFFECT:
-        right, const = index.get((kind, "correct", decoding)), index.get((kind, "constant", decoding))
-        gain = None if right is None or const is None or right[fieldname] is None or const[fieldname] is None \
-            else right[fieldname] - const[fieldname]
-        out.append((f"right minus constant instruction: {what}", gain, ">= 0.10" if decoding != "topology" else ">= 0"))
-    for variant in ("wrong_location", "opposite"):
-        for decoding in DECODINGS:
-            rs = [s for s in summary if s["variant"] == variant and s["decoding"] == decoding]
-            n = sum(s["edits"] for s in rs)
-            share = sum(s["unchanged"] * s["edits"] for s in rs) / n if n else None
-            out.append((f"{variant.replace('_', ' ')}: no change ({decoding})", share, ">= 0.95"))
-    return out
-
-
-SUMMARY_FIELDS = ["kind", "variant", "decoding", "edits", "unchanged", "reconnected", "gap_filled",
-                  "false_merge", "noise_removed", "noise_removed_share", "true_removed_mean", "true_removed_zero"]
-
-
-def write_report(out_dir: Path, rows: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]],
-                 meta: dict[str, Any], speed: dict[str, float] | None = None) -> list[Path]:
-    """``editor_probe.md`` (setup, headline vs targets, full table, speed), ``editor_probe.csv``
-    (the summary) and ``editor_probe_edits.csv`` (one row per edit), each with date and commit."""
-    from neurorefiner.evaluation.tables import write_markdown, write_rows_csv
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = {"date": meta["date"], "commit": meta["commit"]}
-    paths = []
-    for name, fields_, data in (("editor_probe.csv", SUMMARY_FIELDS, summary),
-                                ("editor_probe_edits.csv", list(rows[0]) if rows else [], rows)):
-        cells = [{**{k: fmt(r.get(k)) if isinstance(r.get(k), float) else r.get(k) for k in fields_}, **stamp}
-                 for r in data]
-        paths.append(write_rows_csv(out_dir / name, cells, [*fields_, "date", "commit"]))
-    lines = ["# Editor probe: does TopoRefiner do what it is told?", "",
-             f"Made {meta['date']} at commit {meta['commit']} by `{meta['command']}`.", "",
-             f"Data (development only): {meta['data']}. Blocks {meta['size']} (z, y, x), {meta['n_per_kind']} "
-             f"defects per kind ({', '.join(meta['kinds'])}), seed {meta['seed']}; checkpoint "
-             f"`{meta['checkpoint']}`; network pass on a crop of {meta.get('crop_margin')} context voxels around "
-             f"the named place (None = the whole block); decoding settings {meta['decoding_config']}.", "",
-             *([meta["real"], ""] if meta.get("real") else []),
-             "Each defect is edited with the correct instruction, the same operation at a wrong place and the "
-             "opposite operation at the right place, decoded raw (threshold + confinement of the network's "
-             "pass on the whole block) and by topology (the network's pass on the crop around the named place, "
-             "as the editor runs it). Real kinds are the segmenter's own breaks and noise against gold, put "
-             "into the gold block one at a time. `unchanged` = share of edits that left the block as it was; "
-             "`reconnected` = block Betti-0 down to gold's; `gap_filled` = share of the cut voxels restored; "
-             "`false_merge` = share of edits joining gold components the input kept apart; `noise_removed` = "
-             "share of edits removing >= 90 % of the noise voxels (`noise_removed_share`: mean share); "
-             "`true_removed_*` = gold voxels of the input that the edit deleted (mean; share of edits with none).",
-             "", "## Headline (correct instruction, decoded, unless said)", "", "| figure | value | target |",
-             "|---|---|---|"]
-    lines += [f"| {label} | {fmt(v)} | {t} |" for label, v, t in headline(summary)]
-    if speed:
-        lines += ["", "## Speed", "",
-                  f"One edit of a {speed.get('shape')} block on {speed.get('threads')} torch thread(s) (median "
-                  f"of {speed.get('repeats')}, interleaved; 1-minute load average {speed.get('load_before', 0):.1f}"
-                  f" -> {speed.get('load_after', 0):.1f} on this shared machine, so wall times are inflated "
-                  "and the ratios are the comparable figures):", "",
-                  "| step | wall s | CPU s | wall / whole-block pass |", "|---|---|---|---|",
-                  f"| network pass, whole block | {speed['raw_s']:.2f} | {speed.get('raw_cpu_s', 0):.2f} | 1.00 |",
-                  f"| network pass, crop around the named place | {speed.get('crop_s', 0):.2f} | "
-                  f"{speed.get('crop_cpu_s', 0):.2f} | {speed.get('crop_ratio', 0):.2f} |",
-                  f"| decoded edit (crop pass + decoding) | {speed['decoded_s']:.2f} | "
-                  f"{speed.get('decoded_cpu_s', 0):.2f} | {speed['ratio']:.2f} |", "",
-                  "Target: decoded edit < 1.5 s on 2 cores."]
-    lines += ["", "## All figures", "", "| " + " | ".join(SUMMARY_FIELDS) + " |",
-              "|" + "---|" * len(SUMMARY_FIELDS)]
-    lines += ["| " + " | ".join(fmt(s.get(k)) for k in SUMMARY_FIELDS) + " |" for s in summary]
-    md = out_dir / "editor_probe.md"
-    write_markdown(md, "\n".join(lines) + "\n")
-    paths.append(md)
-    return paths

@@ -1,8 +1,9 @@
 """One run of the editor probe (``neurorefiner study probe-editor``), in the steps the command takes: check the
 options, gather the defects (cut into development data, plus the segmenter's own errors), edit them, time one
-large edit, write the report. The probe itself (defects, metrics, summary, report) is
-:mod:`neurorefiner.studies.editor_probe`; this module only strings its parts together, so the command is a
-list of options and one call."""
+large edit, write the report. The probe itself is :mod:`neurorefiner.studies.editor_probe` (defects, metrics,
+summary), :mod:`~neurorefiner.studies.editor_probe_real` (the segmenter's own errors) and
+:mod:`~neurorefiner.studies.editor_probe_report` (the report); this module only strings their parts together,
+so the command is a list of options and one call."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from typing import Any
 
 from neurorefiner.errors import InputError
 from neurorefiner.studies import editor_probe as ep
+from neurorefiner.studies import editor_probe_real as real_defects
+from neurorefiner.studies import editor_probe_report as report
 
 Echo = Callable[[str], None]
 
@@ -86,13 +89,13 @@ def gather_defects(opts: ProbeOptions, echo: Echo) -> Defects:
 
 
 def _real_defects(opts: ProbeOptions, found: Defects, real: Sequence[str], echo: Echo) -> str:
-    masks = ep.load_segmenter_masks([v for v in found.volumes if v.name in opts.stacks], opts.segmenter)
+    masks = real_defects.load_segmenter_masks([v for v in found.volumes if v.name in opts.stacks], opts.segmenter)
     missing = [s for s in opts.stacks if s not in masks]
     if not masks:
         echo(f"no cached {opts.segmenter} masks of {', '.join(opts.stacks) or 'any DIADEM stack'}: real defects "
              f"skipped (neurorefiner init-masks --dataset diadem --split dev --segmenter {opts.segmenter})")
         return ""
-    items = ep.real_items(found.volumes, masks, opts.n, list(real), opts.block, opts.seed)
+    items = real_defects.real_items(found.volumes, masks, opts.n, list(real), opts.block, opts.seed)
     found.items += items
     counts = {k: sum(it.kind == k for it in items) for k in real}
     note = (f"Real defects: the {opts.segmenter} masks of {', '.join(sorted(masks))} against gold"
@@ -125,9 +128,9 @@ def run(opts: ProbeOptions, out: Path, command: str, echo: Echo) -> list[Path]:
     rows = ep.probe(refiner, found.items, progress=progress)
     summary = ep.summarize(rows)
     speed = _timing(opts, refiner, found.volumes)
-    paths = ep.write_report(out, rows, summary, report_meta(opts, found, refiner, command), speed)
-    for label, value, target in ep.headline(summary):
-        echo(f"{label:45s} {ep.fmt(value):>7s}  (target {target})")
+    paths = report.write_report(out, rows, summary, report_meta(opts, found, refiner, command), speed)
+    for label, value, target in report.headline(summary):
+        echo(f"{label:45s} {report.fmt(value):>7s}  (target {target})")
     if speed:
         echo(f"64x128x128 edit: whole-block pass {speed['raw_s']:.2f} s, crop pass {speed['crop_s']:.2f} s "
              f"(ratio {speed['crop_ratio']:.2f}), decoded edit {speed['decoded_s']:.2f} s (ratio "

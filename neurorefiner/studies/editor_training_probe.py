@@ -24,15 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from neurorefiner.studies.editor_probe import (
-    edit_metrics,
-    load_diadem,
-    load_segmenter_masks,
-    load_synthetic,
-    make_items,
-    real_items,
-    summarize,
-)
+from neurorefiner.studies.editor_probe import edit_metrics, load_diadem, load_synthetic, make_items, summarize
+from neurorefiner.studies.editor_probe_real import load_segmenter_masks, real_items
 
 HELDOUT_STACKS = ("OP_6",)
 SYNTH_SEED = 41  # the probe's own rendering seed: no training set here renders from it

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from neurorefiner.evaluation.tables import write_markdown, write_rows_csv
 
 PRESETS = ("tiny", "synthetic_cwmbs_weak", "synthetic_cwmbs_noise", "synthetic_zbfwb", "synthetic_bigneuron")
 WEAK_SNR = 2.0
+
 
 def measure_one(source: str, name: str, image: np.ndarray, label: np.ndarray, gold, spacing) -> tuple[dict, dict]:
     """Scalar figures of one stack, and the samples that go into the pooled distributions."""
@@ -62,6 +64,21 @@ def _mip(image: np.ndarray) -> np.ndarray:
     return np.clip((m - lo) / max(hi - lo, 1e-6), 0, 1)
 
 
+@dataclass
+class _Measured:
+    """What the measuring pass collects: one row per stack, the samples pooled per source for the
+    distributions, and the maximum-intensity projections shown side by side."""
+
+    rows: list[dict] = field(default_factory=list)
+    pooled: dict[str, dict[str, list[np.ndarray]]] = field(default_factory=dict)
+    mips: list[tuple[str, np.ndarray]] = field(default_factory=list)
+
+    def add(self, source: str, row: dict, samples: dict) -> None:
+        self.rows.append(row)
+        for k, v in samples.items():
+            self.pooled.setdefault(source, {}).setdefault(k, []).append(np.asarray(v, dtype=np.float64))
+
+
 def run(out: Path, n: int = 3, presets: Sequence[str] = PRESETS, diadem: Sequence[str] | None = None,
         log: Callable[[str], object] = print) -> str:
     """Measure seeds 0 .. n-1 of every preset and the DIADEM dev stacks (``diadem``: a subset of OP_1-OP_6;
@@ -71,21 +88,26 @@ def run(out: Path, n: int = 3, presets: Sequence[str] = PRESETS, diadem: Sequenc
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from neurorefiner.data.diadem import dev_cases
-    from neurorefiner.io.atomic import save_figure_atomic
-    from neurorefiner.synth.render import render
 
     out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict] = []
-    pooled: dict[str, dict[str, list[np.ndarray]]] = {}
-    mips: list[tuple[str, np.ndarray]] = []
+    measured = _Measured()
+    _measure_diadem(measured, diadem, log)
+    _measure_presets(measured, presets, n, log)
+    rows = measured.rows
+    summary = _summary_rows(rows)
+    write_rows_csv(out / "per_volume.csv", rows)
+    write_rows_csv(out / "summary.csv", summary)
+    text = _summary_markdown(summary, n)
+    write_markdown(out / "summary.md", text)
+    sources = [s["source"] for s in summary]
+    _distribution_figure(measured, sources, out / "distributions.png")
+    _mip_figure(measured.mips, out / "mips.png")
+    return text
 
-    def add(source: str, row: dict, samples: dict) -> None:
-        rows.append(row)
-        for k, v in samples.items():
-            pooled.setdefault(source, {}).setdefault(k, []).append(np.asarray(v, dtype=np.float64))
+
+def _measure_diadem(measured: _Measured, diadem: Sequence[str] | None, log: Callable[[str], object]) -> None:
+    """Measure the real DIADEM dev stacks (OP_1-OP_6 only: OP_7-OP_9 are held out and never read)."""
+    from neurorefiner.data.diadem import dev_cases
 
     dev = dev_cases(diadem, "the realism check")  # OP_1-OP_6 only: OP_7-OP_9 are held out
     for case in dev:
@@ -94,23 +116,30 @@ def run(out: Path, n: int = 3, presets: Sequence[str] = PRESETS, diadem: Sequenc
         image = case.image().load()
         label = case.label(image.shape)
         row, samples = measure_one("DIADEM (real)", case.name, image, label, case.gold(), case.spacing)
-        add("DIADEM (real)", row, samples)
+        measured.add("DIADEM (real)", row, samples)
         if case.name in ("OP_1", "OP_3"):
-            mips.append((f"DIADEM {case.name} (real)", _mip(image)))
+            measured.mips.append((f"DIADEM {case.name} (real)", _mip(image)))
         log(f"{case.name}: {time.time() - t0:.1f} s")
+
+
+def _measure_presets(measured: _Measured, presets: Sequence[str], n: int, log: Callable[[str], object]) -> None:
+    """Render and measure seeds 0 .. n-1 of every synthetic preset."""
+    from neurorefiner.synth.render import render
+
     for preset in presets:
         for seed in range(n):
             t0 = time.time()
             r = render(preset, seed)
             row, samples = measure_one(preset, f"seed{seed}", r.image, r.label, r.gold, r.spacing)
-            add(preset, row, samples)
+            measured.add(preset, row, samples)
             if seed == 0:
-                mips.append((f"{preset} seed 0 (synthetic)", _mip(r.image)))
+                measured.mips.append((f"{preset} seed 0 (synthetic)", _mip(r.image)))
             log(f"{preset} seed {seed}: {time.time() - t0:.1f} s")
 
-    # ---------------------------------------------------------------- tables
+
+def _summary_rows(rows: list[dict]) -> list[dict]:
+    """One row per source (in the order measured): how many volumes, and the median of every numeric column."""
     keys = list(rows[0])
-    write_rows_csv(out / "per_volume.csv", rows)
     numeric = [k for k in keys if isinstance(rows[0][k], float)]
     sources = list(dict.fromkeys(r["source"] for r in rows))
     summary = []
@@ -118,7 +147,11 @@ def run(out: Path, n: int = 3, presets: Sequence[str] = PRESETS, diadem: Sequenc
         sel = [r for r in rows if r["source"] == s]
         summary.append({"source": s, "volumes": len(sel),
                         **{k: float(np.nanmedian([r[k] for r in sel])) for k in numeric}})
-    write_rows_csv(out / "summary.csv", summary)
+    return summary
+
+
+def _summary_markdown(summary: list[dict], n: int) -> str:
+    """``summary.md``: the medians per source as a Markdown table, with what each column measures."""
     show = ["volumes", "foreground_fraction", "bg_median_norm", "bg_p99_norm", "bg_zero_fraction", "snr_median",
             "snr_p10", "weak_fraction", "weak_runs_ge5_per_1000vox", "bright_away_fraction", "radius_median_um",
             "segment_median_um", "branch_order_max"]
@@ -139,10 +172,17 @@ def run(out: Path, n: int = 3, presets: Sequence[str] = PRESETS, diadem: Sequenc
               "stretches of >= 5 voxels per 1000 centreline voxels; bright_away_fraction = share of "
               "target-bright voxels away from the target (distractors); radius/segment in um; "
               "branch_order_max = highest centrifugal order."]
-    text = "\n".join(lines) + "\n"
-    write_markdown(out / "summary.md", text)
+    return "\n".join(lines) + "\n"
 
-    # ---------------------------------------------------------------- figures
+
+def _distribution_figure(measured: _Measured, sources: list[str], path: Path) -> None:
+    """``distributions.png``: the pooled distributions per source (real solid, synthetic dashed) and the
+    foreground fraction per volume."""
+    import matplotlib.pyplot as plt
+
+    from neurorefiner.io.atomic import save_figure_atomic
+
+    rows, pooled = measured.rows, measured.pooled
     panels = [("bg", "background (p0.1 -> 0, p99.9 -> 1)", np.linspace(0, 0.6, 61), True),
               ("snr", "local SNR along gold", np.linspace(-5, 60, 66), False),
               ("radius_um", "gold radius (um)", np.linspace(0, 3, 31), False),
@@ -168,7 +208,14 @@ def run(out: Path, n: int = 3, presets: Sequence[str] = PRESETS, diadem: Sequenc
     axes.ravel()[0].legend(fontsize=8)
     fig.suptitle("Synthetic presets (dashed) vs real DIADEM OP_1-OP_6 (solid)")
     fig.tight_layout()
-    save_figure_atomic(fig, out / "distributions.png", dpi=80)
+    save_figure_atomic(fig, path, dpi=80)
+
+
+def _mip_figure(mips: list[tuple[str, np.ndarray]], path: Path) -> None:
+    """``mips.png``: the xy maximum-intensity projections side by side, four to a row."""
+    import matplotlib.pyplot as plt
+
+    from neurorefiner.io.atomic import save_figure_atomic
 
     cols = 4
     rows_n = int(np.ceil(len(mips) / cols))
@@ -179,5 +226,4 @@ def run(out: Path, n: int = 3, presets: Sequence[str] = PRESETS, diadem: Sequenc
         ax.imshow(m, cmap="gray")
         ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    save_figure_atomic(fig, out / "mips.png", dpi=50)
-    return text
+    save_figure_atomic(fig, path, dpi=50)

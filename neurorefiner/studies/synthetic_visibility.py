@@ -73,13 +73,10 @@ def run(out: Path, presets: Sequence[str] = STAND_INS, split: str = "val", diade
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     from neurorefiner.data import get_dataset
     from neurorefiner.data.diadem import dev_cases
     from neurorefiner.evaluation.tables import write_rows_csv
-    from neurorefiner.io.atomic import save_figure_atomic
-    from neurorefiner.synth.visibility import VISIBLE
 
     if split not in SPLITS:
         raise InputError(f"the visibility report reads the train or val split only, not {split!r}")
@@ -94,6 +91,17 @@ def run(out: Path, presets: Sequence[str] = STAND_INS, split: str = "val", diade
         rows += r
         pooled[preset] = p
     write_rows_csv(out / "visibility_cases.csv", rows)
+    text = _visibility_markdown(rows, pooled, split)
+    (out / "visibility.md").write_text(text)
+    _cnr_figure(pooled, out / "visibility.png")
+    _mips_figure(pooled, out / "visibility_mips.png")
+    return text
+
+
+def _visibility_markdown(rows: list[dict], pooled: dict[str, dict], split: str) -> str:
+    """``visibility.md``: per source the length-weighted CNR quantiles, the invisible share of labelled length
+    and the per-node figures, with how they were measured."""
+    from neurorefiner.synth.visibility import VISIBLE
 
     lines = [f"# Visibility of the labelled neuron: stand-ins ({split} split, SYNTHETIC) vs DIADEM dev (real)", "",
              "Made by `neurorefiner study visibility` (`neurorefiner.studies.synthetic_visibility`). "
@@ -114,8 +122,16 @@ def run(out: Path, presets: Sequence[str] = STAND_INS, split: str = "val", diade
                      f"{np.nanmedian([x['node_invisible_fraction'] for x in sel]):.3f} |")
     lines += ["", "Figures: `visibility.png` (length-weighted CNR distribution per source), `visibility_mips.png` "
               "(xy MIP of the first volume of each source, and the same MIP with the gold path in red).", ""]
-    text = "\n".join(lines)
-    (out / "visibility.md").write_text(text)
+    return "\n".join(lines)
+
+
+def _cnr_figure(pooled: dict[str, dict], path: Path) -> None:
+    """``visibility.png``: the length-weighted cumulative CNR distribution per source (real solid, synthetic
+    dashed), with the visibility limit marked."""
+    import matplotlib.pyplot as plt
+
+    from neurorefiner.io.atomic import save_figure_atomic
+    from neurorefiner.synth.visibility import VISIBLE
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for source, p in pooled.items():
@@ -130,8 +146,15 @@ def run(out: Path, presets: Sequence[str] = STAND_INS, split: str = "val", diade
     ax.set_ylabel("share of labelled length")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    save_figure_atomic(fig, out / "visibility.png", dpi=80)
+    save_figure_atomic(fig, path, dpi=80)
     plt.close(fig)
+
+
+def _mips_figure(pooled: dict[str, dict], path: Path) -> None:
+    """``visibility_mips.png``: the xy MIP of each source's first volume, beside it with the gold path in red."""
+    import matplotlib.pyplot as plt
+
+    from neurorefiner.io.atomic import save_figure_atomic
 
     panels = [(s, p["first"]) for s, p in pooled.items() if p["first"] is not None]
     fig, axes = plt.subplots(len(panels), 2, figsize=(8, 4 * len(panels)), squeeze=False)
@@ -147,6 +170,5 @@ def run(out: Path, presets: Sequence[str] = STAND_INS, split: str = "val", diade
         for a in row:
             a.set_axis_off()
     fig.tight_layout()
-    save_figure_atomic(fig, out / "visibility_mips.png", dpi=60)
+    save_figure_atomic(fig, path, dpi=60)
     plt.close(fig)
-    return text

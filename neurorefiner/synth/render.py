@@ -221,9 +221,49 @@ def _fibre_arrays(sk: morph.Skeleton, params: SynthParams) -> tuple[np.ndarray, 
 # ---------------------------------------------------------------------------------------- rendering
 def _render_skeleton(params: SynthParams, seed: int, attempt: int, rng: np.random.Generator, draw: Draw,
                      sk: morph.Skeleton) -> Rendering:
+    """Render one stack around a drawn skeleton, one function per stage of the imaging model (module
+    docstring). The stages run in the order light goes through them, which is also the order of their random
+    draws: a seed renders the same stack as long as that order stays."""
     shape = params.shape
     spacing = params.spacing
     sz, _, sx = spacing
+    gold, label = _gold_and_label(params, seed, sk)
+
+    sig_xy = draw["psf_xy"]
+    sig_z = sig_xy * sx * draw["psf_z_ratio"] / sz  # z sigma / xy sigma = psf_z_ratio in um
+    psf = (sig_z, sig_xy, sig_xy)
+    s_vol = np.zeros(shape, dtype=np.float32)
+    inten, planted = _target_intensities(rng, sk, draw, params)
+    n_fibres, n_somata, n_blobs = _paint_distractors(s_vol, rng, draw, params, psf)
+
+    # optics: one anisotropic Gaussian PSF for everything in focus (linear: distractors and target apart)
+    optical = ndi.gaussian_filter(s_vol, psf, truncate=3.0)
+    _add_tissue(optical, rng, draw, params)
+    visibility = _add_target(optical, s_vol, sk, gold, label, inten, draw, params, psf)
+    del s_vol
+    _illuminate(optical, rng, draw, params)
+
+    # camera: shot noise, read noise, gain, offset, quantisation
+    image = camera(optical, int(rng.integers(0, 2 ** 63)), draw["read_noise"], params.gain, params.offset,
+                   params.bit_depth)
+    del optical
+
+    info = {
+        "synthetic": True, "preset": params.name, "seed": seed, "attempt": attempt,
+        "generator_version": GENERATOR_VERSION, "morphology": sk.source,
+        "neurite_length_vox": round(sk.length(), 2),
+        "psf_sigma_vox": [round(sig_z, 4), round(sig_xy, 4), round(sig_xy, 4)],
+        "psf_sigma_um": [round(sig_z * sz, 4), round(sig_xy * sx, 4), round(sig_xy * sx, 4)],
+        "weak_stretches": planted, "visibility": visibility, "n_fibres": n_fibres, "n_somata": n_somata,
+        "n_blobs": n_blobs,
+        "draw": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in draw.values.items()},
+    }
+    return Rendering(image, label, gold, spacing, info)
+
+
+def _gold_and_label(params: SynthParams, seed: int, sk: morph.Skeleton) -> tuple[Tree, np.ndarray]:
+    """The gold tree on this grid, as the SWC file will hold it, and the label rasterised from it."""
+    spacing = params.spacing
     gold = morph.to_grid(sk, params, comments=[
         f"SYNTHETIC neuron (not real data): neurorefiner.synth {GENERATOR_VERSION}, preset {params.name}, "
         f"seed {seed}, morphology {sk.source}",
@@ -231,20 +271,26 @@ def _render_skeleton(params: SynthParams, seed: int, attempt: int, rng: np.rando
     # the label is rasterised from exactly what the SWC file will hold (4 decimals), so a reader that
     # rasterises the written SWC gets the written label bit for bit
     gold = parse_swc(format_swc(gold), validate=False)
-    label = gold.rasterize(shape, spacing)
+    return gold, gold.rasterize(params.shape, spacing)
 
-    signal = draw["signal"]
-    sig_xy = draw["psf_xy"]
-    sig_z = sig_xy * sx * draw["psf_z_ratio"] / sz  # z sigma / xy sigma = psf_z_ratio in um
-    psf = (sig_z, sig_xy, sig_xy)
-    s_vol = np.zeros(shape, dtype=np.float32)
-    # target: drifting brightness x weak stretches; somata a little brighter
-    inten = signal * _along_tree_variation(rng, sk.zyx, sk.parent, params.signal_cv, params.signal_corr)
+
+def _target_intensities(rng: np.random.Generator, sk: morph.Skeleton, draw: Draw, params: SynthParams
+                        ) -> tuple[np.ndarray, list[dict]]:
+    """The target's brightness per node: drifting along the neurites, somata a little brighter, and the weak
+    stretches planted in it (returned with the stretches)."""
+    inten = draw["signal"] * _along_tree_variation(rng, sk.zyx, sk.parent, params.signal_cv, params.signal_corr)
     inten[sk.types == 1] *= 1.5
     noise_sd = float(np.sqrt(draw["background"] + draw["read_noise"] ** 2))  # photons
-    inten, planted = _weak_stretches(rng, sk.zyx, sk.parent, sk.types, inten, noise_sd, draw, params)
+    return _weak_stretches(rng, sk.zyx, sk.parent, sk.types, inten, noise_sd, draw, params)
 
-    # distractors (never in the label)
+
+def _paint_distractors(s_vol: np.ndarray, rng: np.random.Generator, draw: Draw, params: SynthParams,
+                       psf: tuple[float, float, float]) -> tuple[int, int, int]:
+    """Paint into ``s_vol`` what is never in the label: other neurons' fibres, bright somata, autofluorescent
+    blobs and punctate neuropil. Returns how many fibres, somata and blobs."""
+    shape, spacing = params.shape, params.spacing
+    sx = spacing[2]
+    signal = draw["signal"]
     n_fibres = int(draw["n_fibres"])
     for _ in range(n_fibres):
         f = morph.procedural_fibre(rng, params)
@@ -270,26 +316,37 @@ def _render_skeleton(params: SynthParams, seed: int, attempt: int, rng: np.rando
         u = rng.random(shape, dtype=np.float32)
         s_vol += np.where(u < q, (2.0 * neuropil / q) * (u / q), 0.0).astype(np.float32)
         del u
+    return n_fibres, n_somata, n_blobs
 
-    # optics: one anisotropic Gaussian PSF for everything in focus (linear: distractors and target apart)
-    optical = ndi.gaussian_filter(s_vol, psf, truncate=3.0)
 
-    # tissue background, uneven illumination, depth attenuation
+def _add_tissue(optical: np.ndarray, rng: np.random.Generator, draw: Draw, params: SynthParams) -> None:
+    """Add the soft tissue background (a smooth random texture around the background level) to ``optical``."""
+    sz, _, sx = params.spacing
     tissue_cell = (max(params.tissue_scale * sx / sz, 1.5), params.tissue_scale, params.tissue_scale)
-    tissue = smooth_field(shape, tissue_cell, rng)
+    tissue = smooth_field(params.shape, tissue_cell, rng)
     tissue *= draw["background"] * draw["tissue_contrast"]
     tissue += draw["background"]
     np.maximum(tissue, 0.05 * draw["background"], out=tissue)
     optical += tissue
-    del tissue
 
-    # the target, its nodes below the preset's visibility floor brightened to it (never dropped from the label)
+
+def _add_target(optical: np.ndarray, s_vol: np.ndarray, sk: morph.Skeleton, gold: Tree, label: np.ndarray,
+                inten: np.ndarray, draw: Draw, params: SynthParams, psf: tuple[float, float, float]
+                ) -> dict[str, float]:
+    """Add the blurred target to ``optical`` (``s_vol`` is reused as scratch), its nodes below the preset's
+    visibility floor brightened to it (never dropped from the label); returns what the floor did."""
+    spacing = params.spacing
     inten, visibility = floor_intensities(inten, gold.zyx, optical, label, spacing, params.visibility_floor,
                                           draw["read_noise"])
     s_vol[...] = 0.0
     paint_tree(s_vol, gold.zyx, sk.parent, gold.radius, inten / peak_factor(gold.radius, psf, spacing), spacing)
     optical += ndi.gaussian_filter(s_vol, psf, truncate=3.0)
-    del s_vol
+    return visibility
+
+
+def _illuminate(optical: np.ndarray, rng: np.random.Generator, draw: Draw, params: SynthParams) -> None:
+    """Multiply ``optical`` by uneven illumination (a smooth field over half the stack) and depth attenuation."""
+    shape = params.shape
     big = (max(shape[0] / 2, 2), max(shape[1] / 2, 2), max(shape[2] / 2, 2))
     illum = smooth_field(shape, big, rng)
     illum *= draw["illumination"]
@@ -298,22 +355,4 @@ def _render_skeleton(params: SynthParams, seed: int, attempt: int, rng: np.rando
     illum *= depth[:, None, None]
     np.maximum(illum, 0.1, out=illum)
     optical *= illum
-    del illum
-
-    # camera: shot noise, read noise, gain, offset, quantisation
-    image = camera(optical, int(rng.integers(0, 2 ** 63)), draw["read_noise"], params.gain, params.offset,
-                   params.bit_depth)
-    del optical
-
-    info = {
-        "synthetic": True, "preset": params.name, "seed": seed, "attempt": attempt,
-        "generator_version": GENERATOR_VERSION, "morphology": sk.source,
-        "neurite_length_vox": round(sk.length(), 2),
-        "psf_sigma_vox": [round(sig_z, 4), round(sig_xy, 4), round(sig_xy, 4)],
-        "psf_sigma_um": [round(sig_z * sz, 4), round(sig_xy * sx, 4), round(sig_xy * sx, 4)],
-        "weak_stretches": planted, "visibility": visibility, "n_fibres": n_fibres, "n_somata": n_somata,
-        "n_blobs": n_blobs,
-        "draw": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in draw.values.items()},
-    }
-    return Rendering(image, label, gold, spacing, info)
 

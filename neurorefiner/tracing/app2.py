@@ -31,6 +31,7 @@ output are voxel x (column), y (row), z (slice), like the gold SWCs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -98,9 +99,7 @@ def app2(volume_or_array: Any, spacing: Spacing | None = None, *, is_mask: bool 
     foreground gives an empty tree.
     """
     arr, vol_spacing = _as_array(volume_or_array)
-    sp = np.asarray(spacing if spacing is not None else (vol_spacing or (1.0, 1.0, 1.0)), np.float64)
-    if sp.shape != (3,) or not np.all(np.isfinite(sp)) or np.any(sp <= 0):
-        raise ValueError(f"spacing must be three positive numbers (z, y, x), got {spacing}")
+    sp = _checked_spacing(spacing, vol_spacing)
     if cnn_type not in (1, 2, 3):
         raise ValueError(f"cnn_type must be 1 (6-), 2 (18-) or 3 (26-neighbour), got {cnn_type}")
     if length_thresh < 0 or sr_ratio < 0:
@@ -113,54 +112,21 @@ def app2(volume_or_array: Any, spacing: Spacing | None = None, *, is_mask: bool 
 
     fxy = fz = 1.0
     if downsample:
-        fxy, fz = _downsample_factors(img.shape)
-        if fxy > 1 or fz > 1:
-            from scipy.ndimage import zoom
-
-            img = np.clip(zoom(img.astype(np.float32), (1 / fz, 1 / fxy, 1 / fxy), order=1), 0, 255)
-            img = np.round(img).astype(np.uint8)
-            sp = sp * np.array([fz, fxy, fxy])
-            if marker is not None:
-                marker = (marker[0] / fxy, marker[1] / fxy, marker[2] / fz)
-
+        img, sp, marker, fxy, fz = _downsampled(img, sp, marker)
     if marker is not None:
-        m = np.asarray(marker, dtype=np.float64)
-        if m.shape != (3,) or not np.all(np.isfinite(m)) or \
-                not all(0 <= round(float(v)) < n for v, n in zip(m, img.shape[::-1], strict=True)):
-            raise ValueError(f"marker (x, y, z) = {tuple(marker)} lies outside the image (x, y, z) "
-                             f"{img.shape[::-1]}")
+        _check_marker(marker, img.shape)
     # 'auto' = mean of the (downsampled) 8-bit image, as the plugin computes it after preprocessing
     bkg = float(img.mean()) if isinstance(bkg_thresh, str) else float(bkg_thresh)
     int_range = (float(img.min()), float(img.max()))  # GI normalisation over the whole image, as APP2
 
-    # work inside the foreground's bounding box (+ a margin for gaps and pruning spheres): same result,
-    # far less memory traffic on sparse stacks
     fg_any = img > bkg
     if not fg_any.any():
         tree = Tree.empty()
     else:
-        lo = [max(int(np.flatnonzero(fg_any.any(axis=tuple(j for j in range(3) if j != ax))).min()) - _MARGIN, 0)
-              for ax in range(3)]
-        hi = [int(np.flatnonzero(fg_any.any(axis=tuple(j for j in range(3) if j != ax))).max()) + _MARGIN + 1
-              for ax in range(3)]
-        if marker is not None:  # keep the marker inside the crop
-            mz, my, mx = (int(round(float(marker[2]))), int(round(float(marker[1]))), int(round(float(marker[0]))))
-            for ax, v in enumerate((mz, my, mx)):
-                lo[ax] = max(min(lo[ax], v), 0)
-                hi[ax] = max(hi[ax], v + 1)
-        crop = np.ascontiguousarray(img[lo[0]:hi[0], lo[1]:hi[1], lo[2]:hi[2]])
-        mk = None if marker is None else (marker[0] - lo[2], marker[1] - lo[1], marker[2] - lo[0])
-        if mk is not None and not all(0 <= round(float(v)) < n for v, n in zip(mk, crop.shape[::-1], strict=True)):
-            raise ValueError(f"marker (x, y, z) = {tuple(marker)} lies outside the image {img.shape[::-1]}")
-        tree = _trace(crop, sp, bkg, cnn_type, mk, length_thresh, sr_ratio, is_gsdt, is_break_accept,
-                      all_components, smooth, leaf_prune, radius_thresh, int_range)
-        if len(tree):
-            tree.xyz = tree.xyz + np.array([lo[2], lo[1], lo[0]], np.float64)
+        tree = _trace_in_box(img, fg_any, sp, bkg, cnn_type, marker, length_thresh, sr_ratio, is_gsdt,
+                             is_break_accept, all_components, smooth, leaf_prune, radius_thresh, int_range)
     if len(tree) and (fxy > 1 or fz > 1):
-        s = np.array([fxy, fxy, fz])
-        tree.xyz = tree.xyz * s + np.where(s > 1, s / 2, 0)
-        tree.radius = tree.radius * fxy
-        sp = sp / np.array([fz, fxy, fxy])
+        sp = _upsample_tree(tree, sp, fxy, fz)
     if len(tree) and resample_step:
         tree = tree.resampled(resample_step * float(sp.min()), tuple(sp))
     tree = tree.reindexed()
@@ -169,6 +135,76 @@ def app2(volume_or_array: Any, spacing: Spacing | None = None, *, is_mask: bool 
                      f"all_components={int(all_components)} downsample={int(downsample)} "
                      f"resample_step={resample_step} spacing_zyx={tuple(float(v) for v in sp)}"]
     return tree
+
+
+def _checked_spacing(spacing: Spacing | None, vol_spacing: Spacing | None) -> np.ndarray:
+    """The (z, y, x) spacing to trace with: the given one, else the Volume's, else isotropic; a bad one is
+    refused here, before any work, since every step length of the march depends on it."""
+    sp = np.asarray(spacing if spacing is not None else (vol_spacing or (1.0, 1.0, 1.0)), np.float64)
+    if sp.shape != (3,) or not np.all(np.isfinite(sp)) or np.any(sp <= 0):
+        raise ValueError(f"spacing must be three positive numbers (z, y, x), got {spacing}")
+    return sp
+
+
+def _downsampled(img: np.ndarray, sp: np.ndarray, marker: Sequence[float] | None
+                 ) -> tuple[np.ndarray, np.ndarray, Sequence[float] | None, float, float]:
+    """APP2's 256-cube downsampling (``b_256cube``): the image, spacing and marker at the coarser grid, and
+    the (xy, z) factors that :func:`_upsample_tree` undoes on the traced tree."""
+    fxy, fz = _downsample_factors(img.shape)
+    if fxy > 1 or fz > 1:
+        from scipy.ndimage import zoom
+
+        img = np.clip(zoom(img.astype(np.float32), (1 / fz, 1 / fxy, 1 / fxy), order=1), 0, 255)
+        img = np.round(img).astype(np.uint8)
+        sp = sp * np.array([fz, fxy, fxy])
+        if marker is not None:
+            marker = (marker[0] / fxy, marker[1] / fxy, marker[2] / fz)
+    return img, sp, marker, fxy, fz
+
+
+def _check_marker(marker: Sequence[float], shape: Sequence[int]) -> None:
+    """Refuse a marker (x, y, z) that is not finite or lies outside the (downsampled) image."""
+    m = np.asarray(marker, dtype=np.float64)
+    if m.shape != (3,) or not np.all(np.isfinite(m)) or \
+            not all(0 <= round(float(v)) < n for v, n in zip(m, shape[::-1], strict=True)):
+        raise ValueError(f"marker (x, y, z) = {tuple(marker)} lies outside the image (x, y, z) "
+                         f"{shape[::-1]}")
+
+
+def _trace_in_box(img: np.ndarray, fg_any: np.ndarray, sp: np.ndarray, bkg: float, cnn_type: int,
+                  marker: Sequence[float] | None, length_thresh: float, sr_ratio: float, is_gsdt: bool,
+                  break_accept: bool, all_components: bool, smooth: bool, leaf_prune: bool,
+                  radius_thresh: float, int_range: tuple[float, float]) -> Tree:
+    """:func:`_trace` inside the foreground's bounding box (+ a margin for gaps and pruning spheres, and
+    the marker kept inside): same result, far less memory traffic on sparse stacks. The tree comes back in
+    the coordinates of the whole image."""
+    lo = [max(int(np.flatnonzero(fg_any.any(axis=tuple(j for j in range(3) if j != ax))).min()) - _MARGIN, 0)
+          for ax in range(3)]
+    hi = [int(np.flatnonzero(fg_any.any(axis=tuple(j for j in range(3) if j != ax))).max()) + _MARGIN + 1
+          for ax in range(3)]
+    if marker is not None:  # keep the marker inside the crop
+        mz, my, mx = (int(round(float(marker[2]))), int(round(float(marker[1]))), int(round(float(marker[0]))))
+        for ax, v in enumerate((mz, my, mx)):
+            lo[ax] = max(min(lo[ax], v), 0)
+            hi[ax] = max(hi[ax], v + 1)
+    crop = np.ascontiguousarray(img[lo[0]:hi[0], lo[1]:hi[1], lo[2]:hi[2]])
+    mk = None if marker is None else (marker[0] - lo[2], marker[1] - lo[1], marker[2] - lo[0])
+    if mk is not None and not all(0 <= round(float(v)) < n for v, n in zip(mk, crop.shape[::-1], strict=True)):
+        raise ValueError(f"marker (x, y, z) = {tuple(marker)} lies outside the image {img.shape[::-1]}")
+    tree = _trace(crop, sp, bkg, cnn_type, mk, length_thresh, sr_ratio, is_gsdt, break_accept,
+                  all_components, smooth, leaf_prune, radius_thresh, int_range)
+    if len(tree):
+        tree.xyz = tree.xyz + np.array([lo[2], lo[1], lo[0]], np.float64)
+    return tree
+
+
+def _upsample_tree(tree: Tree, sp: np.ndarray, fxy: float, fz: float) -> np.ndarray:
+    """Bring a tree traced on the downsampled grid back to the input's voxels (in place: coordinates at the
+    centres of the coarse voxels, radii scaled in xy); returns the input's spacing."""
+    s = np.array([fxy, fxy, fz])
+    tree.xyz = tree.xyz * s + np.where(s > 1, s / 2, 0)
+    tree.radius = tree.radius * fxy
+    return sp / np.array([fz, fxy, fxy])
 
 
 def trace_mask(mask_bool: np.ndarray, spacing: Spacing = (1.0, 1.0, 1.0), **kwargs: Any) -> Tree:
@@ -202,40 +238,86 @@ def _gsdt(img: np.ndarray, fg: np.ndarray, rel: np.ndarray, cnn_type: int, in_pl
     return phi.reshape(img.shape)
 
 
+@dataclass
+class _Nodes:
+    """The initial tree's nodes in march order (parents before children): voxel index (flat, into the
+    cropped image), parent node (-1 for a root), ZYX position and 8-bit intensity."""
+
+    flat: np.ndarray
+    par: np.ndarray
+    zyx: np.ndarray
+    inten: np.ndarray
+
+
+@dataclass
+class _Segments:
+    """APP2's hierarchical segments (``swc2topo_segs``): per segment its leaf and root node, parent segment
+    (-1 at the top), intensity-weighted length and depth in the segment tree."""
+
+    leaf: np.ndarray
+    root: np.ndarray
+    parent: np.ndarray
+    length: np.ndarray
+    depth: np.ndarray
+
+
 def _trace(img: np.ndarray, sp: np.ndarray, bkg: float, cnn_type: int, marker: Sequence[float] | None,
            length_thresh: float, sr_ratio: float, is_gsdt: bool, break_accept: bool, all_components: bool,
            smooth: bool, leaf_prune: bool, radius_thresh: float,
            int_range: tuple[float, float] | None = None) -> Tree:
-    shape = np.asarray(img.shape, np.int64)
+    """APP2's steps 2-4 on the 8-bit image (module docstring), one function per step: root, initial tree,
+    hierarchical segments, length / dark / coverage pruning, leaf pruning, smoothing."""
     rel = sp / sp.min()
     fg = img > bkg
     if not fg.any():
         return Tree.empty()
-    flat_fg = fg.ravel()
+    root, gsdt_xy = _root(img, fg, rel, cnn_type, marker)
+    nodes = _initial_tree(img, fg, rel, cnn_type, root, gsdt_xy, is_gsdt, break_accept, all_components, int_range)
+    segs = _segments(nodes, rel)
+    radius, seg_alive = _prune_segments(img, nodes, segs, rel, bkg, length_thresh, sr_ratio, radius_thresh)
+    if not seg_alive.any():
+        return Tree.empty()
+    if leaf_prune:
+        _prune_leaves(img, nodes, segs, seg_alive, radius, rel)
+    return _kept_tree(nodes, segs, seg_alive, radius, smooth)
 
-    # ---- root
-    gsdt_xy = None
+
+def _root(img: np.ndarray, fg: np.ndarray, rel: np.ndarray, cnn_type: int, marker: Sequence[float] | None
+          ) -> tuple[int, np.ndarray | None]:
+    """The root voxel (flat index): the marker, else the maximum of the GSDT in XY planes
+    (``fastmarching_dt_XY``); that GSDT too, when computed, since ``all_components`` seeds from it again."""
     if marker is not None:
         x, y, z = (int(round(float(v))) for v in marker)
         if not (0 <= z < img.shape[0] and 0 <= y < img.shape[1] and 0 <= x < img.shape[2]):
             raise ValueError(f"marker (x, y, z) = {tuple(marker)} lies outside the image {img.shape[::-1]}")
-        root = int(np.ravel_multi_index((z, y, x), img.shape))
-    else:
-        gsdt_xy = _gsdt(img, fg, rel, cnn_type, in_plane=True)
-        root = int(np.argmax(gsdt_xy))
+        return int(np.ravel_multi_index((z, y, x), img.shape)), None
+    gsdt_xy = _gsdt(img, fg, rel, cnn_type, in_plane=True)
+    return int(np.argmax(gsdt_xy)), gsdt_xy
 
-    # ---- initial tree (shortest paths from the root)
+
+def _march_cost(img: np.ndarray, fg: np.ndarray, rel: np.ndarray, cnn_type: int, is_gsdt: bool,
+                int_range: tuple[float, float] | None) -> np.ndarray:
+    """APP2's GI per voxel (flat): of the image through a 256-entry table (its ``givals`` lookup), or of the
+    grey-weighted distance transform with ``is_gsdt``."""
     if is_gsdt:
         field = _gsdt(img, fg, rel, cnn_type, in_plane=False)
         lo, hi = float(field.min()), float(field.max())
         span = hi - lo if hi > lo else 1.0
-        cost = _GI[np.clip(((field.ravel() - lo) / span * 255).astype(np.int64), 0, 255)]
-        del field
-    else:  # GI through a 256-entry table on the 8-bit image (APP2's givals lookup)
-        lo, hi = int_range or (float(img.min()), float(img.max()))
-        span = hi - lo if hi > lo else 1.0
-        lut = _GI[np.clip(((np.arange(256) - lo) / span * 255).astype(np.int64), 0, 255)].astype(np.float32)
-        cost = lut[img.ravel()]
+        return _GI[np.clip(((field.ravel() - lo) / span * 255).astype(np.int64), 0, 255)]
+    lo, hi = int_range or (float(img.min()), float(img.max()))
+    span = hi - lo if hi > lo else 1.0
+    lut = _GI[np.clip(((np.arange(256) - lo) / span * 255).astype(np.int64), 0, 255)].astype(np.float32)
+    return lut[img.ravel()]
+
+
+def _initial_tree(img: np.ndarray, fg: np.ndarray, rel: np.ndarray, cnn_type: int, root: int,
+                  gsdt_xy: np.ndarray | None, is_gsdt: bool, break_accept: bool, all_components: bool,
+                  int_range: tuple[float, float] | None) -> _Nodes:
+    """The shortest-path tree from the root over the foreground (APP2's "fast marching"), and with
+    ``all_components`` one more tree per component the first march did not reach."""
+    shape = np.asarray(img.shape, np.int64)
+    flat_fg = fg.ravel()
+    cost = _march_cost(img, fg, rel, cnn_type, is_gsdt, int_range)
     offs, step = K.neighbour_offsets(cnn_type, rel)
     phi = np.full(img.size, np.inf)
     parent = np.full(img.size, -1, _index_dtype(img.size))
@@ -245,25 +327,28 @@ def _trace(img: np.ndarray, sp: np.ndarray, bkg: float, cnn_type: int, marker: S
     if all_components:
         _trace_other_components(img, fg, rel, cnn_type, gsdt_xy, shape, offs, step, cost, flat_fg,
                                 break_accept, phi, parent, state)
-
     alive = np.flatnonzero(state == 2)
     alive = alive[np.argsort(phi[alive], kind="stable")]  # parents before children
-    n = len(alive)
     node_of = np.full(img.size, -1, _index_dtype(img.size))
-    node_of[alive] = np.arange(n)
+    node_of[alive] = np.arange(len(alive))
     pflat = parent[alive]
     par = np.where(pflat >= 0, node_of[np.maximum(pflat, 0)], -1).astype(np.int64)
     del node_of
     zyx = np.stack(np.unravel_index(alive, img.shape), axis=1).astype(np.int64)
     inten = img.ravel()[alive].astype(np.float64)
+    return _Nodes(alive.astype(np.int64), par, zyx, inten)
 
-    # ---- hierarchical segments (swc2topo_segs, intensity-weighted length)
+
+def _segments(nodes: _Nodes, rel: np.ndarray) -> _Segments:
+    """Hierarchical segments (``swc2topo_segs``) by the longest intensity-weighted path to a leaf."""
+    par, zyx = nodes.par, nodes.zyx
+    n = len(par)
     w = np.ones(n)
     has_p = par >= 0
     # APP2 counts nodes; a node weighs the largest axis extent of its step in finest-voxel units, which is
     # exactly 1 for every step on isotropic data and the physical stride for z steps of anisotropic data
     w[has_p] = (np.abs(zyx[has_p] - zyx[par[has_p]]) * rel).max(axis=1)
-    td, leaf_of = K.topo_lengths(par, inten / 255.0 * w)
+    td, leaf_of = K.topo_lengths(par, nodes.inten / 255.0 * w)
     leaves = np.flatnonzero(np.bincount(par[has_p], minlength=n) == 0)
     seg_id = np.full(n, -1, np.int64)
     seg_id[leaves] = np.arange(len(leaves))
@@ -277,41 +362,50 @@ def _trace(img: np.ndarray, sp: np.ndarray, bkg: float, cnn_type: int, marker: S
     seg_len = td[seg_root]
     rp = par[seg_root]
     seg_parent = np.where(rp >= 0, node_seg[np.maximum(rp, 0)], -1).astype(np.int64)
-    seg_depth = K.segment_depth(seg_parent)
+    return _Segments(seg_leaf, seg_root, seg_parent, seg_len, K.segment_depth(seg_parent))
 
-    # length filter
-    alive_seg = seg_len >= length_thresh
-    # dark node pruning, then dark segment removal
-    K.dark_prune(seg_leaf, seg_root, alive_seg, par, inten, bkg)
-    # radius (XY ring), then coverage pruning longest first, parents before children
+
+def _prune_segments(img: np.ndarray, nodes: _Nodes, segs: _Segments, rel: np.ndarray, bkg: float,
+                    length_thresh: float, sr_ratio: float, radius_thresh: float) -> tuple[np.ndarray, np.ndarray]:
+    """Length filter, dark node pruning then dark segment removal, XY radius estimation, and coverage pruning
+    longest first, parents before children. Returns the node radii and which segments are kept."""
+    shape = np.asarray(img.shape, np.int64)
+    alive_seg = segs.length >= length_thresh
+    K.dark_prune(segs.leaf, segs.root, alive_seg, nodes.par, nodes.inten, bkg)
     rthr = max(radius_thresh, bkg)
-    radius = K.ring_radius_xy(zyx, img.ravel(), shape, rthr, float(rel[1] / rel[2]))
-    order = np.lexsort((seg_depth, -seg_len))
+    radius = K.ring_radius_xy(nodes.zyx, img.ravel(), shape, rthr, float(rel[1] / rel[2]))
+    order = np.lexsort((segs.depth, -segs.length))
     order = order[alive_seg[order]]
-    node_flat = alive.astype(np.int64)
     tmp = img.ravel().copy()
-    kept = K.coverage_prune(order, seg_leaf, seg_root, seg_parent, par, node_flat, inten,
+    kept = K.coverage_prune(order, segs.leaf, segs.root, segs.parent, nodes.par, nodes.flat, nodes.inten,
                             np.floor(radius), img.ravel(), tmp, shape, rel / rel[2], float(sr_ratio), 2.0)
-    seg_alive = kept & alive_seg
-    if not seg_alive.any():
-        return Tree.empty()
+    return radius, kept & alive_seg
 
-    if leaf_prune:
-        _, childcnt = K.mark_nodes(seg_leaf, seg_root, seg_alive, par, n)
-        K.leaf_prune(seg_leaf, seg_root, seg_alive, par, node_flat, radius, childcnt, img.ravel(), shape,
-                     rel / rel[2])
-        count = np.zeros(img.size, np.uint16)
-        keep, childcnt = K.mark_nodes(seg_leaf, seg_root, seg_alive, par, n)
-        K.paint_counts(count, keep, node_flat, radius, shape, rel / rel[2])
-        K.joint_leaf_prune(seg_leaf, seg_root, seg_alive, par, node_flat, radius, childcnt, img.ravel(),
-                           count, shape, rel / rel[2])
 
-    pos = zyx.astype(np.float64)
+def _prune_leaves(img: np.ndarray, nodes: _Nodes, segs: _Segments, seg_alive: np.ndarray, radius: np.ndarray,
+                  rel: np.ndarray) -> None:
+    """APP2's leaf pruning, then joint-leaf pruning (``seg_alive`` and the radii change in place)."""
+    shape = np.asarray(img.shape, np.int64)
+    n = len(nodes.par)
+    _, childcnt = K.mark_nodes(segs.leaf, segs.root, seg_alive, nodes.par, n)
+    K.leaf_prune(segs.leaf, segs.root, seg_alive, nodes.par, nodes.flat, radius, childcnt, img.ravel(), shape,
+                 rel / rel[2])
+    count = np.zeros(img.size, np.uint16)
+    keep, childcnt = K.mark_nodes(segs.leaf, segs.root, seg_alive, nodes.par, n)
+    K.paint_counts(count, keep, nodes.flat, radius, shape, rel / rel[2])
+    K.joint_leaf_prune(segs.leaf, segs.root, seg_alive, nodes.par, nodes.flat, radius, childcnt, img.ravel(),
+                       count, shape, rel / rel[2])
+
+
+def _kept_tree(nodes: _Nodes, segs: _Segments, seg_alive: np.ndarray, radius: np.ndarray, smooth: bool) -> Tree:
+    """The nodes of the kept segments as a :class:`Tree` (smoothed over a window of 5 with ``smooth``)."""
+    par = nodes.par
+    n = len(par)
+    pos = nodes.zyx.astype(np.float64)
     rad = radius.astype(np.float64)
     if smooth:
-        K.smooth_segments(seg_leaf, seg_root, seg_alive, par, pos, rad, 2)
-
-    keep, _ = K.mark_nodes(seg_leaf, seg_root, seg_alive, par, n)
+        K.smooth_segments(segs.leaf, segs.root, seg_alive, par, pos, rad, 2)
+    keep, _ = K.mark_nodes(segs.leaf, segs.root, seg_alive, par, n)
     idx = np.flatnonzero(keep)
     new = np.full(n, -1, np.int64)
     new[idx] = np.arange(len(idx))

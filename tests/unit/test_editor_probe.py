@@ -15,6 +15,8 @@ from neurorefiner.evaluation.tables import utc_now
 from neurorefiner.inference.refiner import TopoRefiner
 from neurorefiner.models.text_encoders import HashingEncoder
 from neurorefiner.studies import editor_probe as ep
+from neurorefiner.studies import editor_probe_real as real_defects
+from neurorefiner.studies import editor_probe_report as report
 from neurorefiner.topology.instructions import Instruction
 
 
@@ -104,7 +106,7 @@ def test_probe_summary_and_report(tmp_path: Path):
             "decoding_config": {}}
     speed = {"raw_s": 1.0, "crop_s": 0.3, "decoded_s": 0.4, "ratio": 0.4, "crop_ratio": 0.3, "load_before": 9.5,
              "load_after": 9.0, "shape": "64 x 128 x 128", "threads": 2, "repeats": 3}
-    paths = ep.write_report(tmp_path, rows, summary, meta, speed)
+    paths = report.write_report(tmp_path, rows, summary, meta, speed)
     md = (tmp_path / "editor_probe.md").read_text()
     assert "abc1234" in md and "breaks reconnected" in md
     assert "right minus constant instruction: break gap filled (raw) | 0.000 |" in md
@@ -137,12 +139,12 @@ def test_real_defects_are_the_segmenters_breaks_and_noise_put_into_gold_one_at_a
     seg[12, 30:33, 20:26] = False  # the segmenter misses a stretch: its mask is in two pieces there
     seg[8, 40:60, 61] = False  # misses the middle of a neurite's width only: no break
     seg[18:21, 70:73, 20:23] = True  # and finds a blob away from gold
-    found = ep.find_real_defects(vol, seg)
+    found = real_defects.find_real_defects(vol, seg)
     kinds = [k for k, _ in found]
     assert kinds.count("real_break") == 1 and kinds.count("real_noise") == 1
     brk = next(v for k, v in found if k == "real_break")
     assert set(np.unravel_index(brk, vol.gold.shape)[2]) == set(range(20, 26))
-    items = ep.real_items([vol], {"lines": seg}, n_per_kind=5, size=(16, 48, 48), seed=0)
+    items = real_defects.real_items([vol], {"lines": seg}, n_per_kind=5, size=(16, 48, 48), seed=0)
     assert [it.kind for it in items] == ["real_break", "real_noise"]
     b, n = items
     assert betti0(b.mask) > betti0(b.gold) and b.instruction.op in ("repair", "connect")
@@ -159,4 +161,4 @@ def test_real_defects_never_come_from_the_held_out_stacks():
     vol = lines_volume()
     vol.name = "OP_8"
     with pytest.raises(ValueError, match="held-out"):
-        ep.load_segmenter_masks([vol])
+        real_defects.load_segmenter_masks([vol])

@@ -12,6 +12,7 @@ from neurorefiner.errors import InputError
 from neurorefiner.inference.refiner import TopoRefiner
 from neurorefiner.models.text_encoders import HashingEncoder
 from neurorefiner.studies import editor_probe as ep
+from neurorefiner.studies import editor_probe_real as real_defects
 from neurorefiner.studies import editor_probe_run as run_module
 from tests.unit.test_editor_probe import _KeepMask, lines_volume
 
@@ -34,7 +35,7 @@ def test_a_run_writes_the_report_and_echoes_the_headline(tmp_path: Path, monkeyp
         lambda cls, checkpoint=None, **kw: TopoRefiner(_KeepMask(), HashingEncoder(dim=16), **kw)))
     opts = run_module.check_options(**{**GOOD, "kinds": "break,real_break", "n": 1}, speed_threads=0)
     said: list[str] = []
-    monkeypatch.setattr(ep, "load_segmenter_masks", lambda volumes, segmenter: {})
+    monkeypatch.setattr(real_defects, "load_segmenter_masks", lambda volumes, segmenter: {})
     paths = run_module.run(opts, tmp_path / "probe", "neurorefiner study probe-editor --n 2", said.append)
     assert {p.name for p in paths} >= {"editor_probe.md", "editor_probe.csv"} and all(p.exists() for p in paths)
     assert any("no cached unet3d masks" in s for s in said) and any("1 defects in 1 volumes" in s for s in said)
