@@ -139,8 +139,9 @@ def audit_case(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float], go
     return rows
 
 
-def _editor(checkpoint: str | None) -> Any:
-    """The loop's editor: the shipped (or given) checkpoint with ``conf/editor/toporefinenet.yaml``'s settings."""
+def _editor(checkpoint: str | None, decoding: dict[str, Any] | None = None) -> Any:
+    """The loop's editor: the shipped (or given) checkpoint with ``conf/editor/toporefinenet.yaml``'s settings,
+    ``decoding`` overriding its decoding settings (as an experiment config's ``editor.decoding`` does)."""
     from omegaconf import OmegaConf
 
     from neurorefiner.agents.editor import load_topo_refiner
@@ -149,7 +150,8 @@ def _editor(checkpoint: str | None) -> Any:
     node = OmegaConf.to_container(OmegaConf.load(project_root() / "conf" / "editor" / "toporefinenet.yaml"))
     assert isinstance(node, dict)
     return load_topo_refiner(checkpoint or node.get("checkpoint"), float(node.get("threshold", 0.5)),
-                             node.get("confine_margin", 4), "cpu", node.get("decoding"))
+                             node.get("confine_margin", 4), "cpu", {**(node.get("decoding") or {}),
+                                                                   **(decoding or {})})
 
 
 def summary_rows(rows: Sequence[dict]) -> list[dict]:
@@ -178,7 +180,8 @@ def summary_rows(rows: Sequence[dict]) -> list[dict]:
 
 def editor_calls(dataset: str, split: str, segmenter: str, judge: str | None, out: Path, sample: int = 30,
                  limit: int | None = None, checkpoint: str | None = None, group_noise: bool = True,
-                 seed: int = 0, progress: bool = True, command: str = "") -> Path:
+                 seed: int = 0, progress: bool = True, command: str = "", decoding: dict[str, Any] | None = None,
+                 name: str | None = None) -> Path:
     """The audit over a split's cases (``sample`` joins and removals a case, drawn by block); writes
     ``editor_calls_<dataset>.csv`` (one row a call) and ``.md`` (the summary) into ``out``."""
     from tqdm import tqdm
@@ -193,7 +196,7 @@ def editor_calls(dataset: str, split: str, segmenter: str, judge: str | None, ou
 
         raise InputError("the editor-call audit reads dev/train/val splits only (test volumes are never tuned on)")
     inspector = LearnedInspector(judge, group_noise=group_noise)
-    refiner = _editor(checkpoint)
+    refiner = _editor(checkpoint, decoding)
     rows = []
     for gc in tqdm(gold_cases(dataset, split, [segmenter], limit), desc=f"editor calls {dataset}", unit="case",
                    disable=not progress):
@@ -202,7 +205,8 @@ def editor_calls(dataset: str, split: str, segmenter: str, judge: str | None, ou
                                                               refiner, sample, rng)]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_rows_csv(out / f"editor_calls_{dataset}.csv", rows,
+    stem = name or f"editor_calls_{dataset}"
+    write_rows_csv(out / f"{stem}.csv", rows,
                    ["case", "kind", "block", "pieces", "gold_right", "gold_wrong", "gold_unknown", "judge_p",
                     "instruction", "network_share", "changed", "decoding", "reason", "accepted", "validator"])
     label = "SYNTHETIC" if dataset.startswith("synthetic") else "real data"
@@ -210,10 +214,11 @@ def editor_calls(dataset: str, split: str, segmenter: str, judge: str | None, ou
     cols = list(summ[0]) if summ else []
     lines = [f"# Editor calls on {dataset} {split} ({label}), {segmenter} masks", "",
              f"Produced by `{command}` on {stamp['date']} at commit `{stamp['commit']}`.", "",
-             f"Judge `{judge or 'checkpoints/judge.json'}`; removals grouped per block: {group_noise}. Per call "
+             f"Judge `{judge or 'checkpoints/judge.json'}`; removals grouped per block: {group_noise}; decoding "
+             f"overrides: {decoding or 'none'}. Per call "
              "(neurorefiner.studies.editor_calls): gold's verdict on the pieces or join asked for, the share the "
              "network agrees with (removal: piece voxels it marks background; join: gap voxels it fills), whether "
              "the decoded edit changed a voxel and why not, and the Validator's verdict.", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in summ]
-    return write_markdown(out / f"editor_calls_{dataset}.md", "\n".join(lines) + "\n")
+    return write_markdown(out / f"{stem}.md", "\n".join(lines) + "\n")

@@ -21,16 +21,37 @@ def editor_calls(dataset: str = typer.Option(..., "--dataset", help="registry na
                  limit: int | None = typer.Option(None, "--limit", min=1, help="first N cases"),
                  checkpoint: str | None = typer.Option(None, "--checkpoint", help="editor checkpoint"),
                  group_noise: bool = typer.Option(True, "--group-noise/--no-group-noise",
-                                                  help="a block's isolated pieces as one removal, as the loop")
+                                                  help="a block's isolated pieces as one removal, as the loop"),
+                 decoding: list[str] = typer.Option([], "--decoding",
+                                                    help="KEY=VALUE over the editor's decoding settings, repeatable "
+                                                         "(e.g. max_brightness=1.0)"),
+                 name: str | None = typer.Option(None, "--name", help="file stem (default editor_calls_<dataset>)")
                  ) -> None:
     """Audit a sample of the editor's calls against gold."""
     from neurorefiner.studies.editor_calls import editor_calls as run
 
+    overrides = parse_overrides(decoding)
     command = (f"neurorefiner study editor-calls --dataset {dataset} --split {split} --segmenter {segmenter} "
                + (f"--judge {judge} " if judge else "") + f"--out {out} --sample {sample}"
-               + (f" --limit {limit}" if limit else "") + ("" if group_noise else " --no-group-noise"))
+               + (f" --limit {limit}" if limit else "") + ("" if group_noise else " --no-group-noise")
+               + "".join(f" --decoding {d}" for d in decoding) + (f" --name {name}" if name else ""))
     typer.echo(run(dataset, split, segmenter, judge, out, sample, limit, checkpoint, group_noise,
-                   progress=is_tty(), command=command))
+                   progress=is_tty(), command=command, decoding=overrides, name=name))
+
+
+def parse_overrides(items: list[str]) -> dict[str, object]:
+    """``["max_brightness=1.0"]`` -> ``{"max_brightness": 1.0}`` (values read as YAML: numbers, booleans)."""
+    import yaml
+
+    from neurorefiner.errors import InputError
+
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--decoding {item!r}: give KEY=VALUE, e.g. max_brightness=1.0")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
 
 
 def register(app: typer.Typer) -> None:
