@@ -17,4 +17,9 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    import sys
+
+    from neurorefiner.cli.choices import check_choices
+
+    check_choices(sys.argv, Path(__file__).resolve().parent / "conf")  # a group choice not in conf/: exit 2
     main()

@@ -20,7 +20,9 @@ def main(cfg: DictConfig) -> float | None:
 if __name__ == "__main__":
     import sys
 
+    from neurorefiner.cli.choices import check_choices
     from neurorefiner.cli.launch import show_config_argv
 
+    check_choices(sys.argv, Path(__file__).resolve().parent / "conf")  # a group choice not in conf/: exit 2
     sys.argv = show_config_argv(sys.argv)  # `-m ... --cfg job`: the first job's config (Hydra refuses both)
     main()

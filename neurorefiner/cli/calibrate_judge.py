@@ -13,8 +13,10 @@ from neurorefiner.cli.common import friendly_errors, is_tty, writes
 
 
 def parse_stack(text: str) -> tuple[Path, Path, Path]:
-    """``IMAGE,MASK,GOLD.swc`` -> three paths, each an existing file or folder (OME-Zarr)."""
+    """``IMAGE,MASK,GOLD.swc`` -> three paths, each an existing file or folder (OME-Zarr), the gold a tracing with
+    nodes: an empty one labels nothing, and the judge came out "calibrated" with its thresholds unchanged."""
     from neurorefiner.errors import InputError
+    from neurorefiner.io import read_swc
 
     parts = [p.strip() for p in text.split(",")]
     if len(parts) != 3 or not all(parts):
@@ -25,12 +27,16 @@ def parse_stack(text: str) -> tuple[Path, Path, Path]:
             raise InputError("not found (--stack IMAGE,MASK,GOLD.swc)", p)
     if paths[2].suffix.lower() != ".swc":
         raise InputError("the third path of --stack is the gold tracing, an .swc file", paths[2])
+    if not len(read_swc(paths[2]).ids):
+        raise InputError("the gold tracing has no nodes: it labels no candidate (--stack IMAGE,MASK,GOLD.swc)",
+                         paths[2])
     return paths  # type: ignore[return-value]
 
 
 def load_stack(image_path: Path, mask_path: Path, gold_path: Path, spacing: str | None):  # type: ignore[no-untyped-def]
     """One labelled stack, its voxel size resolved as everywhere else (``--spacing`` > file calibration > stop)."""
     from neurorefiner.agents.learned.calibration import LabelledStack
+    from neurorefiner.errors import InputError
     from neurorefiner.io import read_swc
     from neurorefiner.io.spacing import CLI, resolve_spacing
     from neurorefiner.io.stacks import check_same_shape, read_mask, read_volume
@@ -40,7 +46,11 @@ def load_stack(image_path: Path, mask_path: Path, gold_path: Path, spacing: str 
     values = resolve_spacing(spacing, image, mask, spelling=CLI).values
     gold = read_swc(gold_path)
     gold.check_within(mask.shape, tolerance=2.0)
-    return LabelledStack(image_path.stem, image.normalized(), mask.load() > 0, gold,
+    labels = mask.load() > 0
+    if not labels.any():
+        raise InputError("the mask is empty: it has no candidate edit to label (--stack IMAGE,MASK,GOLD.swc)",
+                         mask_path)
+    return LabelledStack(image_path.stem, image.normalized(), labels, gold,
                          tuple(float(v) for v in values))  # type: ignore[arg-type]
 
 
@@ -73,10 +83,10 @@ def calibrate_judge(stack: list[str] = typer.Option(..., "--stack",
     kind_list = [k.strip() for k in kinds.split(",") if k.strip()]
     if not kind_list or set(kind_list) - set(KINDS):
         raise InputError(f"--kinds {kinds!r}: choose from {', '.join(KINDS)}")
+    triples = [parse_stack(s) for s in stack]  # a missing or empty file: one line, before the judge is read
     start = Judge.load(judge)
     if start.uses_crops and out.suffix != ".pt":
         raise InputError("this judge's models read image crops: write it as .pt", out)
-    triples = [parse_stack(s) for s in stack]
     stacks = [load_stack(*t, spacing) for t in tqdm(triples, desc="reading stacks", disable=not is_tty())]
     scores = labelled_scores(start, stacks)
     calibrated, report = calibrate(start, scores, kind_list)

@@ -32,6 +32,7 @@ def init_masks(dataset: str = typer.Option(..., "--dataset", help="registry name
                device: str = typer.Option("cpu", help="cpu | cuda"),
                threads: int = typer.Option(0, help="torch CPU threads (0: default; 1 on shared cores)")) -> None:
     """Write M_init for one dataset / segmenter / split (finished cases are skipped, so a run resumes)."""
+    check_ranges(overlap, threshold, dust, keep_largest, bridge_um, threads)
     from neurorefiner.inference.init_masks import write_init_masks
 
     if threads > 0:
@@ -44,3 +45,19 @@ def init_masks(dataset: str = typer.Option(..., "--dataset", help="registry name
     paths = write_init_masks(dataset, segmenter, model, split, out, overwrite, overlap=overlap, device=device,
                              window=list(win) if win else None, overrides=overrides)
     typer.echo(f"{len(paths)} masks in {paths[0].parent if paths else out}")
+
+
+def check_ranges(overlap: float, threshold: float | None, dust: int | None, keep_largest: int | None,
+                 bridge_um: float | None, threads: int) -> None:
+    """Each numeric option within what it means, before any work: an out-of-range value used to be ignored by the
+    naive segmenter and to fail deep inside post-processing for the others."""
+    from neurorefiner.errors import InputError
+
+    if not 0.0 <= overlap < 1.0:
+        raise InputError(f"--overlap must be in [0, 1), got {overlap}")
+    if threshold is not None and not 0.0 < threshold < 1.0:
+        raise InputError(f"--threshold must be in (0, 1), got {threshold}")
+    for option, value in (("--dust", dust), ("--keep-largest", keep_largest), ("--bridge-um", bridge_um),
+                          ("--threads", threads)):
+        if value is not None and value < 0:
+            raise InputError(f"{option} must be >= 0, got {value}")

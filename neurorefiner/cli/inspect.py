@@ -24,7 +24,11 @@ def inspect(image: Path = typer.Argument(..., help="image stack"),
     the defects behind it. Nothing is edited."""
     import numpy as np
 
+    from neurorefiner.errors import InputError
     from neurorefiner.io import check_same_shape, read_mask, read_volume
+
+    if block_size < 1:  # before reading anything: it used to end in a ValueError traceback after the reads
+        raise InputError(f"--block-size must be a whole number of voxels >= 1, got {block_size}")
     from neurorefiner.io.spacing import CLI, resolve_spacing
     from neurorefiner.refine.inspect import inspect_volume
 

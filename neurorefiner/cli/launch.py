@@ -17,7 +17,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from neurorefiner.errors import InputError
+from neurorefiner.errors import InputError, note_run_folder
 
 MULTIRUN_FLAGS = ("-m", "--multirun")
 SHOW_FLAGS = ("-c", "--cfg")
@@ -36,6 +36,9 @@ class OutputPaths(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         self._check(config, "hydra.run.dir")
+        run_dir = _resolved(config, "hydra.run.dir")
+        if run_dir is not None:  # a run stopped by a bad input removes the folder Hydra is about to make
+            note_run_folder(run_dir)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         self._check(config, "hydra.sweep.dir")

@@ -32,6 +32,8 @@ def score(gold: Path = typer.Argument(..., help="gold .swc"),
     from neurorefiner.metrics import score_mask, score_trees
 
     g = read_swc(gold)
+    if not len(g.ids):  # every figure would be measured against nothing (it printed a table of them, exit 0)
+        raise InputError("the gold tracing has no nodes: nothing to score against", gold)
     sp = None if spacing == "assume" else parse_spacing(spacing)
     kw = dict(tau=tau, step=step, physical=physical)
     if tau <= 0 or step <= 0:

@@ -44,6 +44,8 @@ def synth(preset: str = typer.Argument(..., help="preset name, e.g. tiny, synthe
         params = params.replace(shape=size)
     tree = read_swc(swc) if swc is not None else None
     tree_spacing = parse_spacing(swc_spacing) or params.spacing
+    check_folder(out, {"preset": preset, "seed": seed, "n": n, "params": params.to_dict(),
+                       "source_swc": None if swc is None else str(swc)})
     out.mkdir(parents=True, exist_ok=True)
     volumes = []
     for k in tqdm(range(n), desc=f"synthesising {preset}", unit="vol"):
@@ -62,3 +64,39 @@ def synth(preset: str = typer.Argument(..., help="preset name, e.g. tiny, synthe
     with atomic_path(out / "manifest.json") as tmp:
         tmp.write_text(json.dumps(manifest, indent=1, default=float))
     typer.echo(f"wrote {n} synthetic volume(s) of {preset} {params.shape} at {params.spacing} um to {out}")
+
+
+#: what a finished folder's manifest records of the run that made it, as the option that sets each
+_RECORDED = {"preset": "PRESET", "seed": "--seed", "n": "--n", "params": "--shape / the preset's parameters",
+             "source_swc": "--swc"}
+
+
+def check_folder(out: Path, wanted: dict) -> None:
+    """Refuse ``out`` when it holds another run's volumes: a manifest of other settings, or files this run would
+    not write (it used to write over them and leave the rest, so the folder mixed two runs under one manifest).
+    The same run again, or one that was interrupted (its files, no manifest yet), may write there."""
+    import json
+
+    from neurorefiner.errors import InputError
+
+    manifest = out / "manifest.json"
+    if manifest.is_file():
+        try:
+            made = json.loads(manifest.read_text())
+            made = {**made, "n": len(made.get("volumes", []))}
+        except (OSError, ValueError, AttributeError):
+            made = {}
+        plain = json.loads(json.dumps(wanted, default=float))  # as the manifest holds it (tuples as lists)
+        changed = [f"{option} differ" if k == "params" else f"{option} {plain[k]} (the folder's: {made.get(k)})"
+                   for k, option in _RECORDED.items() if plain[k] != made.get(k)]
+        if changed:
+            raise InputError(f"holds the volumes of another synth run ({'; '.join(changed)}); choose another --out "
+                             "or delete the folder", out)
+        return
+    ours = {f"{wanted['preset']}_{k:03d}_{part}" for k in range(wanted["n"])
+            for part in ("image.tif", "label.tif", "gold.swc")}
+    others = sorted(p.name for p in out.iterdir() if p.name not in ours and not p.name.startswith(".")) \
+        if out.is_dir() else []
+    if others:
+        raise InputError(f"holds files this run would not write ({', '.join(others[:3])}"
+                         f"{', ...' if len(others) > 3 else ''}) and no manifest.json; choose another --out", out)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from neurorefiner.data.cases import Case
+from neurorefiner.errors import InputError
 
 
 class Dataset(Protocol):
@@ -35,11 +36,13 @@ def available() -> list[str]:
 
 
 def get_dataset(name: str, **kwargs) -> Dataset:
+    """The dataset ``name``; an unknown name is a user's mistake (:class:`InputError`: one line and exit code 2 from
+    any command, not a ``KeyError`` traceback), named with the ones there are."""
     if name not in _REGISTRY:
-        raise KeyError(f"unknown dataset {name!r}; known: {', '.join(sorted(_REGISTRY))}")
+        raise InputError(f"unknown dataset {name!r}; known: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name](**kwargs)
 
 
 def check_split(name: str, split: str, splits: tuple[str, ...]) -> None:
     if split not in splits:
-        raise ValueError(f"dataset {name!r} has splits {splits}, not {split!r}")
+        raise InputError(f"dataset {name!r} has splits {splits}, not {split!r}")

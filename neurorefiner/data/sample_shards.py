@@ -26,14 +26,12 @@ with :func:`write_shards`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing as mp
 import os
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,64 +40,22 @@ import torch
 from scipy import ndimage
 from torch.utils.data import Dataset
 
+from neurorefiner.data.shard_folder import (  # noqa: F401 - the folder's settings, re-exported for readers
+    MANIFEST,
+    OPS,
+    SETTINGS,
+    VARIANTS,
+    ShardSettings,
+    Triple,
+    claim_folder,
+    folder_record,
+    writer_version,
+)
 from neurorefiner.errors import InputError
 
-Triple = tuple[int, int, int]
-OPS = ("connect", "remove", "cut")
-VARIANTS = ("correct", "wrong_place", "opposite")
 STAGE1_KINDS = {"connect": ("break",), "remove": ("paste", "noise"), "cut": ("touch",)}
-MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
 _CUBE = np.ones((3, 3, 3), dtype=bool)
-_WRITER_FILES = ("defects/describe.py", "topology/instructions.py", "topology/positions.py")
-
-
-def writer_version() -> str:
-    """Version of the instruction writer: a hash of the describing functions' source files. Stored in each
-    manifest; the reader warns when the writer changed since (and writes the instructions anew anyway)."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha1()
-    for rel in _WRITER_FILES:
-        h.update((root / rel).read_bytes())
-    return f"describe@{h.hexdigest()[:12]}"
-
-
-@dataclass
-class ShardSettings:
-    """How a set of shards is made (stored in the manifest)."""
-
-    stage: int = 1
-    crop_size: Triple = (32, 64, 64)
-    op_shares: dict = field(default_factory=lambda: {"connect": 0.4, "remove": 0.3, "cut": 0.3})
-    variant_shares: dict = field(default_factory=lambda: {"correct": 0.6, "wrong_place": 0.2, "opposite": 0.2})
-    distractor_prob: float = 0.3  # stage 1: a second, unnamed defect the target keeps
-    seed: int = 0
-    faint_gap: float = 0.0  # stage 1: share of breaks whose image is made faint across the gap (defects.breaks.dim_gap)
-    faint_contrast: tuple = (0.1, 0.6)  # the gap's contrast, drawn uniformly from this range
-
-    def stamp(self) -> dict:
-        """The settings that make the samples, as stored; options at their off default are left out, so a folder
-        made before they existed matches."""
-        out = asdict(self)
-        if not self.faint_gap:
-            out.pop("faint_gap")
-            out.pop("faint_contrast")
-        return out
-
-    def __post_init__(self) -> None:
-        self.crop_size = tuple(int(s) for s in self.crop_size)  # type: ignore[assignment]
-        for name, shares, known in (("op_shares", self.op_shares, OPS), ("variant_shares", self.variant_shares,
-                                                                           VARIANTS)):
-            bad = set(shares) - set(known)
-            if bad or any(float(v) < 0 for v in shares.values()) or sum(map(float, shares.values())) <= 0:
-                raise ValueError(f"{name} must give shares >= 0 (not all 0) of {known}, got {dict(shares)}")
-        if len(self.crop_size) != 3 or min(self.crop_size) < 6:
-            raise ValueError(f"crop_size must be three sizes >= 6 (D, H, W), got {self.crop_size}")
-        self.faint_contrast = tuple(float(c) for c in self.faint_contrast)
-        lo, hi = self.faint_contrast if len(self.faint_contrast) == 2 else (-1.0, -1.0)
-        if not 0.0 <= float(self.faint_gap) <= 1.0 or not 0.0 <= lo <= hi <= 1.0:
-            raise ValueError(f"faint_gap must be in [0, 1] and faint_contrast (low, high) within [0, 1], got "
-                             f"{self.faint_gap}, {self.faint_contrast}")
 
 
 def _draw(rng: np.random.Generator, shares: Mapping[str, float]) -> str:
@@ -255,21 +211,19 @@ def _make_shard(job: tuple[Path, int, int]) -> tuple[str, dict]:
 
 
 def write_shards(out: Path, load: Callable[[], list], maker: Callable, settings: ShardSettings, n_samples: int,
-                 shard_size: int = 256, workers: int = 2, sources: Sequence[str] = (), progress: bool = True) -> dict:
+                 shard_size: int = 256, workers: int = 2, sources: Sequence[str] = (), progress: bool = True,
+                 recipe: Mapping[str, Any] | None = None) -> dict:
     """Write ``n_samples`` samples in shards of ``shard_size`` under ``out`` with ``workers`` processes
     (each loads its volumes once with ``load``, a picklable callable), then ``manifest.json``. Shards
-    already there (same settings) are kept: an interrupted run continues."""
+    already there are kept when the folder was made by the same run (:func:`claim_folder`: every setting that
+    shapes the samples, ``recipe``'s datasets, part and segmenters among them): an interrupted run continues, a
+    run with other settings is refused before anything is written."""
     from tqdm import tqdm
 
     out = Path(out)
     if n_samples < 1 or shard_size < 1 or workers < 1:
         raise ValueError("n_samples, shard_size and workers must be >= 1")
-    out.mkdir(parents=True, exist_ok=True)
-    stamp = out / "settings.json"
-    wanted = json.dumps(settings.stamp(), sort_keys=True, default=list)
-    if stamp.exists() and stamp.read_text() != wanted:
-        raise InputError("holds shards made with other settings; choose another folder or delete it", out)
-    stamp.write_text(wanted)
+    claim_folder(out, folder_record(settings, n_samples, shard_size, sources, recipe))
     sizes = [min(shard_size, n_samples - i) for i in range(0, n_samples, shard_size)]
     jobs = [(out / f"shard-{i:05d}", i, n) for i, n in enumerate(sizes)]
     todo = [j for j in jobs if not (j[0] / "samples.json").exists()]

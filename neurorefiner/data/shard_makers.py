@@ -19,6 +19,7 @@ import numpy as np
 from scipy import ndimage
 
 from neurorefiner.data.sample_shards import STAGE1_KINDS, ShardSettings, _draw, write_shards
+from neurorefiner.data.shard_folder import PARTS
 from neurorefiner.errors import InputError
 
 _CUBE = np.ones((3, 3, 3), dtype=bool)
@@ -204,9 +205,12 @@ def make_shards(out: Path, stage: int, datasets: Sequence[str], n_samples: int, 
                 settings: ShardSettings | None = None, shard_size: int = 256, workers: int = 2,
                 progress: bool = True) -> dict:
     """Stage-1 (synthetic defects in gold) or stage-2 (segmenters' errors) shards of the ``part``
-    (train / val) cases of ``datasets``; see the module docstring."""
-    if part not in ("train", "val"):
-        raise ValueError(f"part must be train or val, got {part!r}")
+    (train / val) cases of ``datasets``; see the module docstring. The folder records all of it, and a folder
+    made with other settings is refused (:func:`~neurorefiner.data.shard_folder.claim_folder`)."""
+    if part not in PARTS:
+        raise InputError(f"--part {part}: choose {' or '.join(PARTS)} (test cases are never trained on)")
+    if stage not in (1, 2):
+        raise InputError(f"--stage {stage}: choose 1 (synthetic defects in gold) or 2 (the segmenters' errors)")
     settings = settings or ShardSettings(stage=stage)
     settings.stage = int(stage)
     if stage == 1:
@@ -222,6 +226,5 @@ def make_shards(out: Path, stage: int, datasets: Sequence[str], n_samples: int, 
                              init_masks_root or "data/cache/init_masks")
         names = [f"{d}/{s}/{c.name}" for d, c, s, _ in found]
         maker = stage2_record
-    else:
-        raise ValueError(f"stage must be 1 or 2, got {stage}")
-    return write_shards(Path(out), load, maker, settings, n_samples, shard_size, workers, names, progress)
+    recipe = {"datasets": list(datasets), "part": part, **({"segmenters": list(segmenters)} if stage == 2 else {})}
+    return write_shards(Path(out), load, maker, settings, n_samples, shard_size, workers, names, progress, recipe)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from omegaconf import DictConfig
 
-from neurorefiner.errors import InputError, exit_on_user_error
+from neurorefiner.errors import InputError, exit_on_user_error, stop
 
 
 @exit_on_user_error
@@ -21,6 +20,8 @@ def run(cfg: DictConfig) -> list[dict]:
 
     from neurorefiner.agents.roles import RoleError
 
+    check_limit(cfg.get("limit"))
+    check_not_empty(cfg)
     dataset = instantiate(cfg.dataset)
     cases = dataset.cases(cfg.split)  # fails clearly when a published dataset is absent
     check_segmenter(cfg)
@@ -29,11 +30,27 @@ def run(cfg: DictConfig) -> list[dict]:
     try:
         return evaluate(cfg, dataset, cases)
     except FileNotFoundError as exc:  # a case without its gold SWC or image: the file named, not a traceback
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        stop(f"error: {exc}")
     except RoleError as exc:
-        print(f"error: {exc} (finished volumes' rows are kept: the same command continues)", file=sys.stderr)
-        sys.exit(2)
+        stop(f"error: {exc} (finished volumes' rows are kept: the same command continues)")
+
+
+def check_limit(limit: object) -> None:
+    """``limit=`` is null (every case) or a whole number >= 1, before any work: ``limit=-1`` used to drop the last
+    case without a word (``cases[:-1]``) and ``limit=0`` to run them all."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InputError(f"limit={limit}: evaluate the first N cases with a whole number N >= 1, or every case "
+                         "with limit=null")
+
+
+def check_not_empty(cfg: DictConfig) -> None:
+    """``methods=[]`` evaluates nothing, and ``cases=[]`` ran every case (an empty selection read as none): neither
+    is what was asked."""
+    if not list(cfg.get("methods") or []):
+        raise InputError("methods=[] names no method to evaluate; e.g. methods=[initial,classical,neurorefiner]")
+    cases = cfg.get("cases")
+    if cases is not None and not isinstance(cases, str) and not list(cases):
+        raise InputError("cases=[] names no case; name some (cases=[OP_7]) or run them all with cases=null")
 
 
 def check_segmenter(cfg: DictConfig) -> None:

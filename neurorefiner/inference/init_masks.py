@@ -109,13 +109,13 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
     ds = get_dataset(dataset, **(dataset_kwargs or {}))
     cases = [c for c in ds.cases(split) if not only or c.name in only]
     out = mask_dir(dataset, segmenter, out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     post_d: dict[str, Any] | None = None
     if segmenter == NAIVE:
         ckpt, digest, seg = None, "none", None
-    else:
+    else:  # a segmenter without a checkpoint stops here, before its folder is made
         ckpt, digest, seg, post = _learned_segmenter(dataset, segmenter, model, dataset_kwargs, post, overrides)
         post_d = post.as_dict()
+    out.mkdir(parents=True, exist_ok=True)
     manifest_path = out / "manifest.json"
     window_l = [int(w) for w in window] if window else "default"
     header = {"dataset": dataset, "segmenter": segmenter,
@@ -188,8 +188,12 @@ def _case_mask(case: Any, vol: Any, seg: Any, post: Any, window: Sequence[int] |
 
 
 def _same_settings(manifest: dict, header: dict) -> bool:
-    return all(manifest.get(k, "default" if k == "window" else None) == header[k]
-               for k in ("checkpoint_sha256", "postprocess", "window"))
+    """Whether masks recorded under ``manifest`` are the ones ``header`` would make: the checkpoint, the
+    post-processing and the sliding window with its overlap (a learned segmenter's masks change with the overlap;
+    a manifest from before it was compared was written at the default)."""
+    missing = {"window": "default", "overlap": 0.25}
+    return all(manifest.get(k, missing.get(k)) == header[k]
+               for k in ("checkpoint_sha256", "postprocess", "window", "overlap"))
 
 
 def _recorded_cases(manifest_path: Path, header: dict) -> dict:

@@ -9,11 +9,9 @@ bad input it ends the run with one line on stderr and exit code 2 (:func:`exit_o
 
 from __future__ import annotations
 
-import sys
-
 from omegaconf import DictConfig
 
-from neurorefiner.errors import InputError, exit_on_user_error
+from neurorefiner.errors import InputError, exit_on_user_error, stop
 from neurorefiner.io import check_same_shape, read_mask, read_volume
 
 
@@ -28,6 +26,12 @@ def run(cfg: DictConfig) -> dict:
         except UnicodeEncodeError:
             raise InputError(f"{key}= is not valid UTF-8 (the trace and the report record it); rename the file",
                              printable(cfg[key])) from None
+    check_loop(cfg)
+    checkpoint = (cfg.get("editor") or {}).get("checkpoint")
+    if checkpoint:  # the editor loads on its first edit: a wrong file would stop the run after its first round
+        from neurorefiner.io.checkpoints import check_checkpoint_file
+
+        check_checkpoint_file(str(checkpoint), "TopoRefineNet checkpoint (editor.checkpoint=)")
     engine = cfg.get("executor")
     if engine is not None and engine.get("_target_"):  # executor=dask: tiles over OME-Zarr, nothing read here
         from hydra.utils import instantiate
@@ -42,5 +46,20 @@ def run(cfg: DictConfig) -> dict:
     try:
         return refine_volume(image, mask, cfg)  # no voxel size anywhere: one line, exit 2
     except RoleError as exc:  # a model server down, or a model with nothing readable to say: one line, exit 2
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        stop(f"error: {exc}")
+
+
+def check_loop(cfg: DictConfig) -> None:
+    """``t_max=`` and the ``loop.`` settings within range before anything is read: ``t_max=0`` used to end in a
+    ``ValueError`` traceback (exit 1), ``loop.block_size=0`` or a negative halo only inside the loop."""
+    from neurorefiner.refine.run import loop_settings
+
+    try:
+        s = loop_settings(cfg.get("t_max", 5), cfg.get("loop"))
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"t_max= / loop.: {exc}") from None
+    sizes = {"loop.block_size": s.block_size, "loop.block_depth": s.block_depth, "loop.halo": s.halo,
+             **{f"loop.editor_size[{i}]": v for i, v in enumerate(s.editor_size)}}
+    for key, value in sizes.items():
+        if value is not None and value < (0 if key == "loop.halo" else 1):
+            raise InputError(f"{key}={value}: must be a whole number of voxels >= {0 if key == 'loop.halo' else 1}")

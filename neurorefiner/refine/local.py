@@ -34,6 +34,8 @@ OUTPUTS = ("refined_mask.tif", "refined_mask.swc", "report.html")
 STAGING = ".partial"
 #: every name a run writes in ``out`` (``trace.jsonl.prev`` from earlier versions); nothing else is removed
 RUN_FILES = (*OUTPUTS, TRACE, TRACE + ".prev")
+#: an all-zero mask still gets every output (a pipeline waits for them), each saying so: the loop finds nothing
+EMPTY_NOTE = "nothing to refine; the outputs are the input mask unchanged and an empty reconstruction"
 
 
 def claim_folder(out: Path, header: dict, resume: bool, overwrite: bool) -> PriorRun | None:
@@ -68,13 +70,11 @@ def claim_folder(out: Path, header: dict, resume: bool, overwrite: bool) -> Prio
 def refine_volume(image: Volume, mask: Volume, cfg: Any) -> dict:
     """Refine, write the outputs, return a summary (also printed). The run (:meth:`RefineRun.from_config`)
     settles the voxel size from ``cfg.spacing`` and the two files' calibration, so an uncalibrated stack without
-    ``spacing=`` stops before any work."""
+    ``spacing=`` stops before any work. An empty mask gets the same outputs, unchanged, with a note
+    (:data:`EMPTY_NOTE`): a pipeline that waits for ``refined_mask.tif`` must not wait forever."""
     out = check_output_dir(str(cfg.out))
     loop = RefineRun.from_config(cfg, image, mask)
     m = np.asarray(mask.load(), dtype=bool)
-    if not m.any():
-        print(f"nothing to refine: the mask {mask.source} is empty")
-        return {"status": "nothing to refine"}
     with OutputLock(out, {"image": image.source, "mask": mask.source}):
         img = image.normalized()
         header = loop.header(img, m)
@@ -84,7 +84,8 @@ def refine_volume(image: Volume, mask: Volume, cfg: Any) -> dict:
                           progress=bool(cfg.get("progress", True)))
         total = time.perf_counter() - t0
         escalated = [{"block": b, **st} for b, items in sorted(result.escalated.items()) for st in items]
-        summary = {"image": str(image.source), "mask": str(mask.source), "shape": list(m.shape),
+        note = {} if m.any() else {"note": EMPTY_NOTE}
+        summary = {**note, "image": str(image.source), "mask": str(mask.source), "shape": list(m.shape),
                    "spacing (z, y, x) um": list(loop.spacing), "spacing from": loop.spacing_from,
                    "rounds": len(result.rounds), "converged": result.converged, **result.counts,
                    "voxels before": int(m.sum()), "voxels after": int(result.mask.sum()),
@@ -92,6 +93,8 @@ def refine_volume(image: Volume, mask: Volume, cfg: Any) -> dict:
                    "max defects per round": loop.settings.max_defects_per_round, "roles": loop.settings.roles,
                    "escalated_blocks": escalated}
         _write_outputs(out, cfg, loop, img, m, result.mask, loop.spacing, summary)
+    if not m.any():
+        print(f"note: the mask {mask.source} is empty: {EMPTY_NOTE}")
     print(f"refined {mask.source}: {len(result.rounds)} round(s), {result.counts['accepted']} edit(s) accepted, "
           f"{result.counts['rejected']} rejected, {result.counts['escalated']} escalated"
           f"{' (converged)' if result.converged else ''}; spacing {tuple(loop.spacing)} um ({loop.spacing_from}); "

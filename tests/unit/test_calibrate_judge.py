@@ -96,3 +96,35 @@ def test_bad_stacks_are_one_line_and_exit_2(tmp_path: Path) -> None:
     kinds = runner.invoke(app, ["calibrate-judge", "--stack", "a,b,c.swc", "--kinds", "joins", "--out", str(out)])
     assert kinds.exit_code == 2 and "--kinds" in kinds.output
     assert not out.exists()
+
+
+def _stack(tmp_path: Path, mask: np.ndarray, swc: str) -> str:
+    from neurorefiner.io.stacks import write_volume
+
+    write_volume(tmp_path / "img.tif", np.full(mask.shape, 20, np.uint8))
+    write_volume(tmp_path / "mask.tif", mask.astype(np.uint8))
+    (tmp_path / "gold.swc").write_text(swc)
+    return f"{tmp_path / 'img.tif'},{tmp_path / 'mask.tif'},{tmp_path / 'gold.swc'}"
+
+
+@pytest.mark.parametrize("swc", ["", "# a header and no node\n"])
+def test_an_empty_gold_tracing_is_one_line_and_exit_2(tmp_path: Path, swc: str) -> None:
+    """It used to exit 0 with a judge marked calibrated and its thresholds unchanged, the empty file never named."""
+    from tests.unit.test_shard_folder import one_line_exit_2
+
+    mask = np.zeros((8, 16, 16), bool)
+    mask[4, 8, 2:14] = True
+    result = CliRunner().invoke(app, ["calibrate-judge", "--stack", _stack(tmp_path, mask, swc), "--spacing",
+                                      "1,1,1", "--out", str(tmp_path / "lab" / "judge.json")])
+    one_line_exit_2(result, "gold.swc", "no nodes")
+    assert not (tmp_path / "lab").exists()
+
+
+def test_an_empty_mask_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    from tests.unit.test_shard_folder import one_line_exit_2
+
+    gold = "1 3 2 8 4 1 -1\n2 3 12 8 4 1 1\n"
+    result = CliRunner().invoke(app, ["calibrate-judge", "--stack", _stack(tmp_path, np.zeros((8, 16, 16), bool), gold),
+                                      "--spacing", "1,1,1", "--out", str(tmp_path / "lab" / "judge.json")])
+    one_line_exit_2(result, "mask.tif", "empty")
+    assert not (tmp_path / "lab").exists()

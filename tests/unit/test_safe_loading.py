@@ -90,3 +90,19 @@ def test_cli_edit_refuses_it_with_one_line(evil_checkpoint: tuple[Path, Path], t
     assert "refused" in result.output
     assert not marker.exists()
     assert not (tmp_path / "out.tif").exists()
+
+
+def test_a_file_that_is_no_checkpoint_is_called_so(evil_checkpoint: tuple[Path, Path], tmp_path: Path) -> None:
+    """Random bytes used to be "refused ... it holds Python objects beyond tensors" with torch's text cut
+    mid-sentence; a refused pickle keeps torch's line naming what it blocked, whole."""
+    from neurorefiner.io.checkpoints import load_checkpoint
+
+    (tmp_path / "random.ckpt").write_bytes(bytes(range(256)) * 16)
+    (tmp_path / "empty.ckpt").write_bytes(b"")
+    with pytest.raises(InputError, match=r"random.ckpt: not a PyTorch checkpoint: torch.save writes") as exc:
+        load_checkpoint(tmp_path / "random.ckpt")
+    assert "Python objects" not in str(exc.value)
+    with pytest.raises(InputError, match="empty.ckpt: not a PyTorch checkpoint: the file is empty"):
+        load_checkpoint(tmp_path / "empty.ckpt")
+    with pytest.raises(InputError, match=r"when read \([^()]*GLOBAL [^()]*\)\. Only"):
+        load_checkpoint(evil_checkpoint[0])
