@@ -19,9 +19,10 @@ finished rounds' inspections and finished blocks from the trace instead of recom
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,19 @@ INSPECTOR_INPUTS = ("global_mip", "block_mips", "betti0")
 Emit = Callable[[dict], None]
 
 
+class LoopSettingError(ValueError):
+    """A :class:`LoopSettings` value out of range, said as ``<field>=<value> <problem>``; ``field`` names the setting
+    (an entry point names it as its option: ``loop.halo=-2 ...``)."""
+
+    def __init__(self, name: str, value: Any, problem: str) -> None:
+        self.field = name
+        super().__init__(f"{name}={value!r} {problem}")
+
+
+def _whole(value: Any, least: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, Integral) and value >= least
+
+
 @dataclass
 class LoopSettings:
     """The loop's knobs (paper defaults: T_max = 5, 128 x 128 blocks); the one place of their defaults,
@@ -71,17 +85,23 @@ class LoopSettings:
     generic_instruction: str = "Repair break at center-center-center"
 
     def __post_init__(self) -> None:
-        if self.t_max < 1:
-            raise ValueError(f"t_max must be >= 1, got {self.t_max}")
+        for name, least in (("t_max", 1), ("block_size", 1), ("block_depth", 1), ("halo", 0),
+                            ("max_defects_per_round", 1), ("concurrency", 1)):
+            value, optional = getattr(self, name), name in ("block_depth", "halo")
+            if not (_whole(value, least) or (optional and value is None)):
+                raise LoopSettingError(name, value, f"must be a whole number >= {least}"
+                                                    + (" (or null)" if optional else ""))
+        size = self.editor_size
+        if (isinstance(size, (str, bytes)) or not isinstance(size, Sequence) or len(size) != 3
+                or not all(_whole(v, 1) for v in size)):
+            raise LoopSettingError("editor_size", size, "must be three whole numbers >= 1 (z, y, x)")
         if self.roles not in ROLE_SETS:
-            raise ValueError(f"roles must be one of {ROLE_SETS}, got {self.roles!r}")
+            raise LoopSettingError("roles", self.roles, f"must be one of {ROLE_SETS}")
         bad = set(self.inspector_inputs) - set(INSPECTOR_INPUTS)
         if bad or not self.inspector_inputs:
-            raise ValueError(f"inspector_inputs must be a non-empty subset of {INSPECTOR_INPUTS}, got "
-                             f"{list(self.inspector_inputs)}")
-        if self.max_defects_per_round < 1 or self.concurrency < 1:
-            raise ValueError("max_defects_per_round and concurrency must be >= 1")
-        self.editor_size = tuple(int(v) for v in self.editor_size)  # type: ignore[assignment]
+            raise LoopSettingError("inspector_inputs", list(self.inspector_inputs),
+                                   f"must be a non-empty subset of {INSPECTOR_INPUTS}")
+        self.editor_size = tuple(int(v) for v in size)  # type: ignore[assignment]
         self.inspector_inputs = tuple(self.inspector_inputs)
         if self.halo is None:
             self.halo = max(self.editor_size) // 2

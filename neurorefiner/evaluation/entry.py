@@ -19,9 +19,12 @@ def run(cfg: DictConfig) -> list[dict]:
     from hydra.utils import instantiate
 
     from neurorefiner.agents.roles import RoleError
+    from neurorefiner.evaluation.plan import check_protocols
 
     check_limit(cfg.get("limit"))
     check_not_empty(cfg)
+    check_protocols(cfg)
+    check_method_settings(cfg)
     dataset = instantiate(cfg.dataset)
     cases = dataset.cases(cfg.split)  # fails clearly when a published dataset is absent
     check_segmenter(cfg)
@@ -51,6 +54,19 @@ def check_not_empty(cfg: DictConfig) -> None:
     cases = cfg.get("cases")
     if cases is not None and not isinstance(cases, str) and not list(cases):
         raise InputError("cases=[] names no case; name some (cases=[OP_7]) or run them all with cases=null")
+
+
+def check_method_settings(cfg: DictConfig) -> None:
+    """Each method's own settings before any work, where its class can check them (``check_settings``):
+    ``method_registry.neurorefiner.t_max=0`` used to end in Hydra's traceback when the method was built, after the
+    initial masks were made."""
+    from neurorefiner.evaluation.methods import method_class, method_node
+
+    for name in map(str, cfg.methods):
+        node = method_node(cfg, name)
+        check = getattr(method_class(node), "check_settings", None)
+        if check is not None:
+            check(node, f"method_registry.{name}.")
 
 
 def check_segmenter(cfg: DictConfig) -> None:

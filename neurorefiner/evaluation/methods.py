@@ -88,13 +88,21 @@ class NeuroRefiner:
         self.agent_cfg = OmegaConf.to_container(OmegaConf.merge(_plain(agent), _plain(agent_overrides or {})),
                                                 resolve=True)
         self.loop_cfg = _plain(loop or {})
-        self.t_max = int(t_max)
-        self.settings = loop_settings(self.t_max, self.loop_cfg)   # bad settings fail here, not per volume
+        self.settings = loop_settings(t_max, self.loop_cfg)   # bad settings fail here, not per volume
+        self.t_max = self.settings.t_max
         self.editor_cfg = OmegaConf.to_container(OmegaConf.merge(_plain(editor or {}), _plain(editor_overrides or {})),
                                                  resolve=True)
         self.trace_dir = trace_dir
         self.last_info: dict = {}
         self._run: Any = None
+
+    @staticmethod
+    def check_settings(node: DictConfig, prefix: str) -> None:
+        """The loop settings of method ``node`` in range before any work (evaluate.py's entry calls it with
+        ``prefix`` = ``method_registry.<name>.``): an :class:`InputError` naming the option."""
+        from neurorefiner.refine.run import loop_settings
+
+        loop_settings(node.get("t_max", 5), node.get("loop"), prefix)
 
     def run_for(self, spacing: Any) -> Any:
         """This method's :class:`~neurorefiner.refine.run.RefineRun` for one volume at ``spacing``: built on first

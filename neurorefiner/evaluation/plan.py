@@ -65,8 +65,14 @@ class Plan:
 
 
 def check_protocols(cfg: DictConfig) -> list[str]:
-    """The configured protocols; an unknown one is a clear error before any work."""
-    protocols = list(cfg.get("protocols") or ["full_volume"])
+    """The configured protocols (full_volume where the config has no ``protocols`` key); an unknown one, or none
+    (``protocols=[]`` or ``null``, which used to score under full_volume without a word), is a clear error before
+    any work."""
+    given = cfg.get("protocols") if "protocols" in cfg else ["full_volume"]
+    protocols = [str(given)] if isinstance(given, str) else list(dict.fromkeys(map(str, given or [])))
+    if not protocols:
+        raise InputError(f"protocols={'[]' if given is not None else 'null'} names no protocol; name one or both "
+                         f"of {', '.join(PROTOCOLS)} (e.g. protocols=[{PROTOCOLS[1]}])")
     unknown = sorted(set(protocols) - set(PROTOCOLS))
     if unknown:
         raise InputError(f"unknown protocol(s) {unknown}; use {', '.join(PROTOCOLS)}")

@@ -50,16 +50,9 @@ def run(cfg: DictConfig) -> dict:
 
 
 def check_loop(cfg: DictConfig) -> None:
-    """``t_max=`` and the ``loop.`` settings within range before anything is read: ``t_max=0`` used to end in a
-    ``ValueError`` traceback (exit 1), ``loop.block_size=0`` or a negative halo only inside the loop."""
+    """``t_max=`` and the ``loop.`` settings within range before anything is read (:class:`LoopSettings`' own checks,
+    named as options): ``t_max=0`` used to end in a ``ValueError`` traceback (exit 1), ``loop.block_size=0`` or a
+    negative halo only inside the loop."""
     from neurorefiner.refine.run import loop_settings
 
-    try:
-        s = loop_settings(cfg.get("t_max", 5), cfg.get("loop"))
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"t_max= / loop.: {exc}") from None
-    sizes = {"loop.block_size": s.block_size, "loop.block_depth": s.block_depth, "loop.halo": s.halo,
-             **{f"loop.editor_size[{i}]": v for i, v in enumerate(s.editor_size)}}
-    for key, value in sizes.items():
-        if value is not None and value < (0 if key == "loop.halo" else 1):
-            raise InputError(f"{key}={value}: must be a whole number of voxels >= {0 if key == 'loop.halo' else 1}")
+    loop_settings(cfg.get("t_max", 5), cfg.get("loop"))

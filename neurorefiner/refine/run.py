@@ -30,9 +30,10 @@ import numpy as np
 
 from neurorefiner.agents.editor import LazyEditor, load_topo_refiner
 from neurorefiner.agents.factory import build_agents
-from neurorefiner.agents.loop import Agents, LoopResult, LoopSettings, PriorRun, run_loop
+from neurorefiner.agents.loop import Agents, LoopResult, LoopSettingError, LoopSettings, PriorRun, run_loop
 from neurorefiner.agents.roles import Editor
 from neurorefiner.agents.trace import TRACE_VERSION, TraceWriter, array_hash
+from neurorefiner.errors import InputError
 from neurorefiner.io.spacing import SpacingChoice, resolve_spacing
 from neurorefiner.io.volume import DEFAULT_SPACING, check_spacing
 
@@ -50,9 +51,22 @@ def plain(node: Any) -> dict:
     return dict(node or {})
 
 
-def loop_settings(t_max: Any = 5, loop_cfg: Any = None) -> LoopSettings:
-    """:class:`LoopSettings` from ``t_max`` and a ``loop`` node (only the keys that differ from the defaults)."""
-    return LoopSettings(t_max=int(t_max), **plain(loop_cfg))
+def loop_settings(t_max: Any = 5, loop_cfg: Any = None, prefix: str = "") -> LoopSettings:
+    """:class:`LoopSettings` from ``t_max`` and a ``loop`` node (only the keys that differ from the defaults).
+
+    A value :class:`LoopSettings` refuses (its checks are the one place of the rules) or a key it does not have is
+    an :class:`~neurorefiner.errors.InputError` naming the option as a command line spells it, after ``prefix``:
+    ``t_max=0 must be ...``, ``loop.halo=-2 must be ...`` (refine.py), ``method_registry.neurorefiner.t_max=0 ...``
+    (evaluate.py), so every entry point answers it with one line and exit code 2."""
+    node = plain(loop_cfg)
+    known = [f.name for f in dataclasses.fields(LoopSettings) if f.name != "t_max"]
+    unknown = sorted(set(node) - set(known))
+    if unknown:
+        raise InputError(f"{prefix}loop has no setting(s) {unknown}; known: {', '.join(known)}")
+    try:
+        return LoopSettings(t_max=t_max, **node)
+    except LoopSettingError as exc:
+        raise InputError(f"{prefix}{'' if exc.field == 't_max' else 'loop.'}{exc}") from None
 
 
 def editor_factory(editor_cfg: Any) -> Callable[[], Editor]:

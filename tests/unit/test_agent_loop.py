@@ -218,6 +218,20 @@ def test_bad_settings() -> None:
         LoopSettings(inspector_inputs=("betti1",))
 
 
+@pytest.mark.parametrize(("setting", "words"), [
+    ({"t_max": 0}, "t_max=0 must be a whole number >= 1"), ({"block_size": 0}, "block_size"),
+    ({"block_size": 12.5}, "block_size"), ({"block_depth": 0}, "block_depth"), ({"halo": -1}, "halo"),
+    ({"editor_size": (0, 64, 64)}, "editor_size"), ({"editor_size": (32, 64)}, "editor_size"),
+    ({"editor_size": 64}, "editor_size"), ({"concurrency": 0}, "concurrency"),
+])
+def test_sizes_out_of_range_are_refused_by_name(setting: dict, words: str) -> None:
+    """A block size of 0, a negative halo or a two-number editor crop went into the loop and failed there."""
+    with pytest.raises(ValueError, match=words) as exc:
+        LoopSettings(**setting)
+    assert exc.value.field == next(iter(setting))  # type: ignore[attr-defined]
+    assert LoopSettings(block_depth=1, halo=0, editor_size=[8, 8, 8]).editor_size == (8, 8, 8)
+
+
 def test_an_editor_taking_context_gets_the_frame_surroundings_and_its_reason_is_traced() -> None:
     from neurorefiner.agents.editor import LazyEditor
 

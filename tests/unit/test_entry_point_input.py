@@ -80,10 +80,15 @@ def test_limit_is_a_whole_number_from_one(limit: str, capsys: pytest.CaptureFixt
     assert f"limit={limit}" in one_error_line(capsys, 2, exc)
 
 
-@pytest.mark.parametrize(("override", "words"), [("methods=[]", "names no method"), ("cases=[]", "names no case")])
+@pytest.mark.parametrize(("override", "words"), [
+    ("methods=[]", "names no method"), ("cases=[]", "names no case"),
+    ("protocols=[]", "protocols=[] names no protocol; name one or both of full_volume, root_seeded"),
+    ("protocols=null", "protocols=null names no protocol; name one or both of full_volume, root_seeded"),
+])
 def test_an_empty_selection_is_refused(override: str, words: str, capsys: pytest.CaptureFixture,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """``cases=[]`` ran every case (an empty list read as none given), ``methods=[]`` evaluated nothing."""
+    """``cases=[]`` ran every case (an empty list read as none given), ``methods=[]`` evaluated nothing,
+    ``protocols=[]`` scored under full_volume only without a word."""
     from neurorefiner.evaluation.entry import run
 
     monkeypatch.setattr("neurorefiner.evaluation.runner.evaluate", lambda *_: [])
@@ -92,8 +97,11 @@ def test_an_empty_selection_is_refused(override: str, words: str, capsys: pytest
     assert words in one_error_line(capsys, 2, exc)
 
 
-@pytest.mark.parametrize(("override", "words"), [("t_max=0", "t_max must be >= 1"), ("t_max=-1", "t_max"),
+@pytest.mark.parametrize(("override", "words"), [("t_max=0", "t_max=0 must be a whole number >= 1"),
+                                                 ("t_max=-1", "t_max=-1"), ("t_max=two", "t_max='two'"),
                                                  ("loop.block_size=0", "loop.block_size=0"),
+                                                 ("loop.block_depth=0", "loop.block_depth=0"),
+                                                 ("loop.editor_size=[32,64]", "loop.editor_size=[32, 64]"),
                                                  ("loop.halo=-2", "loop.halo=-2")])
 def test_refine_loop_settings_are_checked_before_any_work(tmp_path: Path, override: str, words: str,
                                                           capsys: pytest.CaptureFixture) -> None:
@@ -103,6 +111,27 @@ def test_refine_loop_settings_are_checked_before_any_work(tmp_path: Path, overri
                      f"out={tmp_path / 'o'}", "agent=heuristic", override])
     assert words in one_error_line(capsys, 2, exc)
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(("override", "words"), [
+    ("method_registry.neurorefiner.t_max=0", "method_registry.neurorefiner.t_max=0 must be"),
+    ("method_registry.neurorefiner.loop.block_size=0", "method_registry.neurorefiner.loop.block_size=0"),
+    ("method_registry.neurorefiner.loop.halo=-1", "method_registry.neurorefiner.loop.halo=-1"),
+    ("+method_registry.neurorefiner.loop.blok=1", "method_registry.neurorefiner.loop has no setting(s) ['blok']"),
+])
+def test_evaluate_loop_settings_are_checked_before_any_work(override: str, words: str, capsys: pytest.CaptureFixture,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``method_registry.neurorefiner.t_max=0`` ended in Hydra's InstantiationException traceback, after the
+    initial masks were made."""
+    from neurorefiner.evaluation.entry import run
+
+    def no_dataset(*_: object, **__: object) -> None:
+        raise AssertionError("a dataset was read with bad loop settings")
+
+    monkeypatch.setattr("hydra.utils.instantiate", no_dataset)
+    with pytest.raises(SystemExit) as exc:
+        run(_evaluate_cfg("methods=[initial,neurorefiner]", override))
+    assert words in one_error_line(capsys, 2, exc)
 
 
 def test_a_failed_run_leaves_no_log_folder(tmp_path: Path) -> None:
