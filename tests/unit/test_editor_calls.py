@@ -46,3 +46,15 @@ def test_reasons_are_read_into_few_kinds() -> None:
     assert reason_kind(True, "removed 2 piece(s)") == "changed the mask"
     why = "nothing removed: 1 isolated piece(s) at the named place, but the image shows them (brightness ...)"
     assert reason_kind(False, why) == "kept: the image shows the pieces (brightness gate)"
+
+
+def test_decoding_overrides_are_read_as_numbers() -> None:
+    import pytest
+
+    from neurorefiner.cli.study.editor_calls import parse_overrides
+    from neurorefiner.errors import InputError
+
+    assert parse_overrides(["max_brightness=1.0", "network_fill=false", "x=abc"]) == {
+        "max_brightness": 1.0, "network_fill": False, "x": "abc"}
+    with pytest.raises(InputError, match="KEY=VALUE"):
+        parse_overrides(["max_brightness"])

@@ -40,8 +40,9 @@ def editor_calls(dataset: str = typer.Option(..., "--dataset", help="registry na
 
 
 def parse_overrides(items: list[str]) -> dict[str, object]:
-    """``["max_brightness=1.0"]`` -> ``{"max_brightness": 1.0}`` (values read as YAML: numbers, booleans)."""
-    import yaml
+    """``["max_brightness=1.0"]`` -> ``{"max_brightness": 1.0}`` (values read as JSON where they are: numbers,
+    ``true``/``false``; else kept as text)."""
+    import json
 
     from neurorefiner.errors import InputError
 
@@ -50,7 +51,10 @@ def parse_overrides(items: list[str]) -> dict[str, object]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise InputError(f"--decoding {item!r}: give KEY=VALUE, e.g. max_brightness=1.0")
-        out[key.strip()] = yaml.safe_load(value)
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
     return out
 
 
