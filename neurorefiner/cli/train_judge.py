@@ -39,6 +39,10 @@ def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registr
                 min_support: int = typer.Option(1, "--min-support", min=1,
                                                 help="candidates a threshold must admit before its out-of-fold "
                                                      "precision is held to the floor (few stacks: 10)"),
+                join_piece: float | None = typer.Option(None, "--join-piece", min=0.0, max=1.0,
+                                                        help="a join is labelled right only if this share of the "
+                                                             "piece it attaches lies on the gold (default: the gap "
+                                                             "alone decides)"),
                 table: Path | None = typer.Option(None, "--table",
                                                   help="mined candidates (neurorefiner study judge-mine): train one "
                                                        "judge on every dataset there instead (--dataset etc. unused)"),
@@ -58,5 +62,5 @@ def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registr
     from neurorefiner.agents.learned.training import train_judge as run
 
     path, card = run(dataset, split, [s for s in segmenters.split(",") if s], str(out), augment, progress=is_tty(),
-                      min_support=min_support)
+                      min_support=min_support, join_piece=join_piece)
     typer.echo(f"judge -> {path}\ncard  -> {card}")

@@ -58,3 +58,21 @@ def test_decoding_overrides_are_read_as_numbers() -> None:
         "max_brightness": 1.0, "network_fill": False, "x": "abc"}
     with pytest.raises(InputError, match="KEY=VALUE"):
         parse_overrides(["max_brightness"])
+
+
+def test_a_join_that_attaches_a_false_piece_is_labelled_wrong_when_asked() -> None:
+    """``LabelSettings.join_piece``: a join through a gap on the gold is right only if the piece it attaches is
+    neuron too; off (None), the gap alone decides, as every shipped judge was trained."""
+    from neurorefiner.agents.candidates import find_candidates
+    from neurorefiner.agents.learned.gold_labels import GoldIndex, LabelSettings, attached_piece_labels, label_all
+
+    image, mask = cut_tube(12)
+    gold = gold_along_tube(x1=56)                # the gold stops past the gap: the far piece is not neuron
+    cands = find_candidates(image, mask, SPACING, None, ("join",))
+    on = GoldIndex(gold, SPACING, mask.shape, LabelSettings(join_piece=0.5, scope_margin=60))
+    off = GoldIndex(gold, SPACING, mask.shape, LabelSettings(scope_margin=60))
+    plain = label_all(cands.candidates, off)
+    assert attached_piece_labels(cands.candidates, plain, cands.labels, cands.main, off) == plain
+    asked = attached_piece_labels(cands.candidates, label_all(cands.candidates, on), cands.labels, cands.main, on)
+    assert any(v == 1 for c, v in zip(cands.candidates, plain) if c.kind == "join")   # the gap is on the gold
+    assert all(v != 1 for c, v in zip(cands.candidates, asked) if c.kind == "join")

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from neurorefiner.agents.candidates import KINDS, Candidate, CandidateSettings, feature_names, find_candidates
-from neurorefiner.agents.learned.gold_labels import GoldIndex, LabelSettings, label_all
+from neurorefiner.agents.learned.gold_labels import GoldIndex, LabelSettings, attached_piece_labels, label_all
 from neurorefiner.agents.learned.judge import MIN_PRECISION, Judge, ThresholdChoice, choose_threshold, fit_model
 
 
@@ -72,7 +72,8 @@ def label_case(image: np.ndarray, mask: np.ndarray, gold, spacing: Sequence[floa
     (one per stack: its dense resampling and KD-tree serve every mask of that stack)."""
     cands = find_candidates(image, mask, spacing, candidate_settings)
     index = gold if isinstance(gold, GoldIndex) else GoldIndex(gold, spacing, mask.shape, label_settings)
-    return cands.candidates, label_all(cands.candidates, index)
+    labels = label_all(cands.candidates, index)
+    return cands.candidates, attached_piece_labels(cands.candidates, labels, cands.labels, cands.main, index)
 
 
 MODELS = {"join": "logistic", "remove": "logistic", "prune": "logistic"}
@@ -277,7 +278,7 @@ def judge_card(judge: Judge, scores: dict[str, dict[str, float]], command: str) 
 
 
 def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, augment: int = 2,
-                progress: bool = True, min_support: int = 1) -> tuple[Path, Path]:
+                progress: bool = True, min_support: int = 1, join_piece: float | None = None) -> tuple[Path, Path]:
     """Train the judge on a dataset's dev/train/val split (or several, comma-separated) and write it (``out``,
     JSON) with its card (``.md``)."""
     from neurorefiner.errors import InputError
@@ -291,10 +292,11 @@ def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, a
         raise InputError("the judge trains on DIADEM dev only (OP_7-OP_9 are held out)")
     # several splits (train,val) where one holds too few stacks for a leave-one-stack-out threshold
     cases = [c for s in splits for c in gold_cases(dataset, s, segmenters)]
-    data, _ = labelled_set(cases, progress=progress, augment=augment)
+    data, _ = labelled_set(cases, label_settings=LabelSettings(join_piece=join_piece), progress=progress,
+                           augment=augment)
     scores = held_out_scores(data, held_out_judges(data, min_support=min_support))
     meta = {"dataset": dataset, "split": split, "segmenters": list(segmenters), "augment": augment,
-            "min_support": min_support,
+            "min_support": min_support, "join_piece": join_piece,
             "cases": sorted({c.case for c in cases}), "models": dict(MODELS), "commit": git_commit(),
             "labelled": {k: len(v) for k, v in data.y.items()}, "held_out": scores}
     judge = fit_judge(data, meta=meta, min_support=min_support)
@@ -305,7 +307,8 @@ def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, a
                                                 c["rule"])
     path = judge.save(Path(out))
     command = (f"neurorefiner train-judge --dataset {dataset} --split {split} --segmenters {','.join(segmenters)} "
-               f"--out {out}" + (f" --min-support {min_support}" if min_support != 1 else ""))
+               f"--out {out}" + (f" --min-support {min_support}" if min_support != 1 else "")
+               + (f" --join-piece {join_piece:g}" if join_piece is not None else ""))
     card = write_text_atomic(path.with_suffix(".md"), judge_card(judge, scores, command))
     return path, card
 
