@@ -169,8 +169,12 @@ def test_a_threshold_is_never_a_silent_never_act() -> None:
     assert c.rule.startswith("precision floor") and "admitted" in c.rule
     assert c.precision >= 0.8 and c.recall > 0.3 and c.admitted >= 10
     assert np.isclose(c.precision, (y[p >= c.threshold] == 1).mean())
-    noisy = choose_threshold(rng.random(400), y, 0.8, min_support=10)   # no ranking: nothing keeps the floor
-    assert noisy.threshold <= 1.0 and noisy.rule.startswith("fallback")
+    weak = np.clip(0.05 * y + rng.normal(0.5, 0.15, 400), 0, 1)         # a weak ranking: nothing keeps the floor
+    noisy = choose_threshold(weak, y, 0.8, min_support=10)
+    assert noisy.threshold <= 1.0 and noisy.rule.startswith("fallback") and noisy.precision >= 0.5
+    rare = (rng.random(400) < 0.08).astype(int)                          # 8 % right, no ranking: the F0.5 pick
+    wrong = choose_threshold(rng.random(400), rare, 0.9, min_support=10)  # would be wrong most of the time
+    assert wrong.threshold > 1.0 and wrong.rule.startswith("never: even the best")
     assert choose_threshold(p, np.zeros(400, int), 0.8).threshold > 1.0
 
 

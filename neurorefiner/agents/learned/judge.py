@@ -309,6 +309,11 @@ FALLBACK_BETA = 0.5
 twice (a wrong edit costs more than a missed one), yet the kind still acts where it ranks better than chance."""
 
 
+MIN_FALLBACK_PRECISION = 0.5
+"""The fallback acts only where its edits are more often right than wrong (SYNTHETIC cwmbs_noise's prunes: the
+best F0.5 was 8.5 % precise); below, the kind never acts, and the card and the log say why."""
+
+
 @dataclass(frozen=True)
 class ThresholdChoice:
     """A kind's threshold with the rule that set it and what it admits of the candidates it was set on."""
@@ -367,8 +372,8 @@ def choose_threshold(p: np.ndarray, y: np.ndarray, min_precision: float, min_sup
     stacks), the lowest threshold whose admitted set, at least ``min_support`` candidates, keeps the floor
     (:func:`admitted_threshold`: the most recall at the floor; the strict rule stopped at the first dip and
     left SYNTHETIC zbfwb's joins at 27.5 % recall). Where neither finds one, the best F-beta
-    (:data:`FALLBACK_BETA`): a kind below its floor, which the rule's name says. Only a kind with no right
-    candidate at all never acts."""
+    (:data:`FALLBACK_BETA`): a kind below its floor, which the rule's name says, as long as it is right at least
+    :data:`MIN_FALLBACK_PRECISION` of the time; else it never acts, and the rule says why."""
     if not len(y) or y.sum() == 0:
         return ThresholdChoice(1.1, "never: no candidate of this kind is right")
     if min_support <= 1:
@@ -380,6 +385,12 @@ def choose_threshold(p: np.ndarray, y: np.ndarray, min_precision: float, min_sup
         if admitted <= 1.0:
             return _admits(p, y, admitted, f"precision floor {min_precision:.2f} on the admitted set "
                                            f"({min_support}+ candidates)")
-    return _admits(p, y, best_fbeta_threshold(p, y),
-                   f"fallback: best F{FALLBACK_BETA:g} (no threshold admitting {min_support}+ keeps the floor "
-                   f"{min_precision:.2f})")
+    fallback = _admits(p, y, best_fbeta_threshold(p, y),
+                       f"fallback: best F{FALLBACK_BETA:g} (no threshold admitting {min_support}+ keeps the floor "
+                       f"{min_precision:.2f})")
+    if fallback.precision < MIN_FALLBACK_PRECISION:  # an edit more often wrong than right: say so, never act
+        return ThresholdChoice(1.1, f"never: even the best F{FALLBACK_BETA:g} threshold is right only "
+                                    f"{100 * fallback.precision:.1f} % of the time (below "
+                                    f"{100 * MIN_FALLBACK_PRECISION:.0f} %)", fallback.admitted, fallback.precision,
+                               fallback.recall)
+    return fallback
