@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NR=${NR:-.venv/bin/neurorefiner}
-PRESETS=${PRESETS:-"synthetic_bigneuron synthetic_zbfwb synthetic_cwmbs_noise"}
+PRESETS=${PRESETS:-"synthetic_bigneuron synthetic_zbfwb"}  # cwmbs_noise: the val-only judge of commit eb68a40 (README)
 OUT=${OUT:-experiments/editor_calls}
 for p in $PRESETS; do
   $NR study editor-calls --dataset "$p" --split val --judge "checkpoints/judge_${p}.json" --out "$OUT" \
