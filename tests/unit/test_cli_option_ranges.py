@@ -1,4 +1,4 @@
-"""The rest of the ``neurorefiner`` commands, held to what issue 54 asked of make-shards: an option out of range, a
+"""The rest of the ``neurorefiner`` commands, held to the rule make-shards follows: an option out of range, a
 name that is not there or an empty input is one line, exit 2 and nothing written, before any work; no command
 builds on a folder another run made with other settings."""
 
