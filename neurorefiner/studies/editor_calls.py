@@ -140,18 +140,16 @@ def audit_case(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float], go
 
 
 def _editor(checkpoint: str | None, decoding: dict[str, Any] | None = None) -> Any:
-    """The loop's editor: the shipped (or given) checkpoint with ``conf/editor/toporefinenet.yaml``'s settings,
-    ``decoding`` overriding its decoding settings (as an experiment config's ``editor.decoding`` does)."""
-    from omegaconf import OmegaConf
-
+    """The loop's editor (:func:`~neurorefiner.inference.editor_config.editor_config`), ``checkpoint`` and
+    ``decoding`` overriding its checkpoint and decoding settings (as an experiment config's ``editor.*`` does)."""
     from neurorefiner.agents.editor import load_topo_refiner
-    from neurorefiner.paths import project_root
+    from neurorefiner.inference.editor_config import editor_config
 
-    node = OmegaConf.to_container(OmegaConf.load(project_root() / "conf" / "editor" / "toporefinenet.yaml"))
-    assert isinstance(node, dict)
-    return load_topo_refiner(checkpoint or node.get("checkpoint"), float(node.get("threshold", 0.5)),
-                             node.get("confine_margin", 4), "cpu", {**(node.get("decoding") or {}),
-                                                                   **(decoding or {})})
+    node = editor_config()
+    node["decoding"] = {**(node.get("decoding") or {}), **(decoding or {})}
+    if checkpoint:
+        node["checkpoint"] = checkpoint
+    return load_topo_refiner(**node)
 
 
 def summary_rows(rows: Sequence[dict]) -> list[dict]:
