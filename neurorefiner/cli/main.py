@@ -8,6 +8,7 @@ from __future__ import annotations
 import typer
 
 from neurorefiner.cli import (
+    adapt,
     calibrate_judge,
     edit,
     info,
@@ -43,6 +44,7 @@ app.command("edit", help=edit.__doc__)(edit.edit)
 app.command("inspect", help=inspect.__doc__)(inspect.inspect)
 app.command("refiner-card", help=refiner_card.__doc__)(refiner_card.refiner_card)
 app.command("train-judge", help=train_judge.__doc__)(train_judge.train_judge)
+app.command("adapt", help=adapt.__doc__)(adapt.adapt)
 app.command("calibrate-judge", help=calibrate_judge.__doc__)(calibrate_judge.calibrate_judge)
 app.command("review", help=review.__doc__)(review.review)
 app.add_typer(study.app, name="study", help=study.app.info.help)

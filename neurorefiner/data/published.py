@@ -78,6 +78,8 @@ class PublishedDataset:
                 raise InputError(f"splits.json has no valid {split!r} list: {exc}", split_file) from exc
         spacing = DEFAULT_SPACING.get(self.name, (1.0, 1.0, 1.0))
         sp_file = self.base / "spacing.json"
+        if self.name not in DEFAULT_SPACING and not sp_file.exists():  # a lab's own stacks: no size is guessed
+            raise InputError('give the voxel size as spacing.json {"spacing": [z, y, x]} in um', sp_file)
         if sp_file.exists():
             spacing = tuple(json.loads(sp_file.read_text())["spacing"])
         out = []
@@ -94,3 +96,5 @@ class PublishedDataset:
 register("bigneuron")(lambda root=None: PublishedDataset("bigneuron", root))
 register("cwmbs")(lambda root=None, subset=None: PublishedDataset("cwmbs", root, subset))
 register("zbfwb")(lambda root=None: PublishedDataset("zbfwb", root))
+# a lab's own traced stacks in the same layout under data/own/ (what `neurorefiner adapt --dataset own` learns from)
+register("own")(lambda root=None: PublishedDataset("own", root))

@@ -131,7 +131,10 @@ def ranks(summaries: Sequence[dict], column: str) -> dict[int, int]:
     return out
 
 
-def _fmt(column: str, value: Any) -> str:
+def format_cell(column: str, value: Any) -> str:
+    """One figure as every paper table prints it: PRE/REC/F1/MES (and their per-volume columns) in % with two
+    decimals, the rest with two decimals, a missing or non-finite value as an en dash. Public so the docs'
+    figure blocks (:mod:`neurorefiner.evaluation.doc_tables`) print a figure exactly as its table file does."""
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -153,7 +156,7 @@ def markdown(summaries: Sequence[dict], metrics: Sequence[str], columns: Sequenc
     for i, s in enumerate(summaries):
         cells = [str(s["marks"].get(c, "")) for c in columns] + [s["label"], str(s["n"])]
         for c in shown:
-            text = _fmt(c, s.get(c))
+            text = format_cell(c, s.get(c))
             r = marks[c].get(i)
             cells.append(f"**{text}**" if r == 1 else f"<u>{text}</u>" if r == 2 else text)
         lines.append("| " + " | ".join(cells) + " |")
@@ -177,7 +180,7 @@ def beside_paper(summaries: Sequence[dict], specs: Sequence[dict], metrics: Sequ
     for s, sp in pairs:
         cells = [s["label"], str(s["n"])]
         for m in metrics:
-            cells += [_fmt(m, s.get(m)), f"{float(sp['paper'][m]):.2f}" if m in sp["paper"] else "–"]
+            cells += [format_cell(m, s.get(m)), f"{float(sp['paper'][m]):.2f}" if m in sp["paper"] else "–"]
         base = initial.get(sp.get("segmenter"))
         if sp["method"] != "initial" and base is not None:
             ours = 100 * (float(s.get("F1", math.nan)) - float(base[0].get("F1", math.nan)))

@@ -37,9 +37,9 @@ def test_top_level_lists_only_what_a_user_runs() -> None:
     """One-off measurements live under `neurorefiner study`, so the top level stays a short list (train-judge is
     a user's: a lab retrains the learned agents' judge on its own gold; review: a person settles what the
     agents escalated; make-shards: training samples written once before train.py; calibrate-judge: a lab sets the
-    judge's thresholds on its own traced stacks)."""
+    judge's thresholds on its own traced stacks; adapt: a lab fits the editor and judge to its own stacks)."""
     assert _names(app) == {"info", "synth", "trace", "score", "segment", "init-masks", "make-shards", "edit",
-                           "inspect", "refiner-card", "train-judge", "calibrate-judge", "review", "study"}
+                           "inspect", "refiner-card", "train-judge", "adapt", "calibrate-judge", "review", "study"}
 
 
 def test_every_study_module_is_registered() -> None:

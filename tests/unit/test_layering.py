@@ -34,7 +34,7 @@ STAGES: list[set[str]] = [
     {"baselines"},
     {"training", "inference"},
     {"agents"},
-    {"refine"},
+    {"refine", "adaptation"},
     {"evaluation"},
     {"review"},
     {"studies"},

@@ -1,0 +1,85 @@
+"""What an adaptation run is made of, checked before any work, and recorded in its folder.
+
+Light on purpose (no torch): the command checks its options with :class:`AdaptSettings` before heavy imports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from neurorefiner.errors import InputError
+
+#: the splits an adaptation learns from; test splits are never read
+TRAIN_SPLITS = ("train", "dev")
+#: the learned refinement baselines an adaptation can train beside the refiner (conf/experiment/<name>.yaml)
+BASELINES = ("segfix", "transfiner", "segrefiner")
+
+
+@dataclass(frozen=True)
+class AdaptSettings:
+    """Every setting that shapes an adaptation's outputs. Why each default:
+
+    - ``segmenters``: the masks whose mistakes stage 2 learns from and the judge is trained on; the shipped
+      U-Net by default, because it is the one every dataset has (a lab adds its own segmenter's name once its
+      masks sit in ``data/cache/init_masks/<dataset>/<segmenter>/``).
+    - ``editor_steps`` 1500: about 25 minutes of one CPU core at the CPU crop size, most of the 2 CPU-hour budget
+      left to the masks, the shards and the judge.
+    - ``stage1_samples`` / ``stage2_samples``: enough distinct crops that 1500 steps of batch 2 see each about
+      once (shards are cheap to make and cheap to read, and one pass avoids memorising a few crops).
+    - ``faint_gap`` 0.5: segmenters break neurites where the signal fades; half of the synthetic breaks have the
+      image faded across the gap so the editor learns to bridge them there.
+    - ``judge_min_support`` 10: a threshold must admit ten candidates before its precision counts (a few stacks).
+    - ``baselines``: the learned refinement baselines (SegFix-, Mask Transfiner-, SegRefiner-style) trained on the
+      same data, so a table compares the adapted refiner with baselines that saw what it saw; none by default (a
+      lab refining its own stacks needs only the refiner). ``baseline_steps`` 800: from scratch, twice the
+      shipped DIADEM baselines' 400, for about the editor's share of the budget.
+    """
+
+    dataset: str
+    segmenters: tuple[str, ...] = ("unet3d",)
+    editor_steps: int = 1500
+    stage1_samples: int = 1536
+    stage2_samples: int = 1536
+    val_samples: int = 64
+    faint_gap: float = 0.5
+    judge_min_support: int = 10
+    baselines: tuple[str, ...] = ()
+    baseline_steps: int = 800
+    seed: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("editor_steps", "stage1_samples", "stage2_samples", "val_samples", "judge_min_support",
+                     "baseline_steps"):
+            if int(getattr(self, name)) < 1:
+                raise InputError(f"--{name.replace('_', '-')} {getattr(self, name)}: must be a whole number >= 1")
+        if not self.segmenters:
+            raise InputError("--segmenters: name at least one segmenter whose masks to learn from")
+        unknown = sorted(set(self.baselines) - set(BASELINES))
+        if unknown:
+            raise InputError(f"--baselines {','.join(unknown)}: choose from {', '.join(BASELINES)}")
+        if not 0.0 <= self.faint_gap <= 1.0:
+            raise InputError(f"--faint-gap {self.faint_gap}: must be a share in [0, 1]")
+
+    def record(self) -> dict[str, Any]:
+        """The settings as the folder records them (lists, not tuples: what JSON gives back)."""
+        out = asdict(self)
+        out["segmenters"] = list(self.segmenters)
+        out["baselines"] = list(self.baselines)
+        return out
+
+
+def check_dataset(name: str) -> tuple[str, str | None]:
+    """The dataset's training split and its validation split (None: the last training case validates), or an
+    :class:`InputError` naming the dataset or the missing split."""
+    from neurorefiner.data.registry import available, get_dataset
+
+    if name not in available():
+        raise InputError(f"--dataset {name}: no such dataset; choose from {', '.join(available())}")
+    splits = tuple(getattr(get_dataset(name), "splits", ()))
+    train = next((s for s in TRAIN_SPLITS if s in splits), None)
+    if train is None:
+        raise InputError(f"--dataset {name}: it has no training split (splits {splits}); an adaptation learns "
+                         f"from a {' or '.join(TRAIN_SPLITS)} split with gold SWC")
+    return train, ("val" if "val" in splits else None)

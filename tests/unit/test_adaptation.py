@@ -1,0 +1,130 @@
+"""``neurorefiner adapt``: its settings are checked before any work, its folder records each finished step (the same
+command resumes, other settings are refused), the card is written from the record, and ``refiner=adapted`` loads
+the folder's editor and judge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from neurorefiner.adaptation import run as adapt_run
+from neurorefiner.adaptation.card import rebuild_command
+from neurorefiner.adaptation.settings import AdaptSettings, check_dataset
+from neurorefiner.adaptation.state import AdaptFolder
+from neurorefiner.cli.main import app
+from neurorefiner.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("bad", [{"editor_steps": 0}, {"stage1_samples": -3}, {"segmenters": ()},
+                                 {"faint_gap": 1.5}, {"judge_min_support": 0}, {"baselines": ("segfx",)}])
+def test_settings_out_of_range_are_refused(bad: dict) -> None:
+    with pytest.raises(InputError):
+        AdaptSettings("tiny", **bad)
+
+
+def test_a_dataset_without_a_training_split_or_name_is_refused() -> None:
+    assert check_dataset("tiny") == ("train", "val")
+    assert check_dataset("diadem") == ("dev", None)  # the last dev case validates; OP_7-OP_9 never read
+    with pytest.raises(InputError, match="no such dataset"):
+        check_dataset("tinny")
+
+
+def test_the_folder_refuses_other_settings_and_continues_its_own(tmp_path: Path) -> None:
+    folder = AdaptFolder(tmp_path / "r")
+    mine = AdaptSettings("tiny").record()
+    folder.claim(mine)
+    folder.finish("masks", 1.0, 0.5, {"masks": {"unet3d/train": 4}})
+    assert folder.claim(mine)["steps"]["masks"]["masks"] == {"unet3d/train": 4}
+    with pytest.raises(InputError, match="editor_steps: 1500 here, 10 asked"):
+        folder.claim(AdaptSettings("tiny", editor_steps=10).record())
+
+
+def _fake_steps(calls: list[str], fail: str | None = None) -> dict:
+    def make(name: str):  # type: ignore[no-untyped-def]
+        def step(settings: AdaptSettings, folder: AdaptFolder) -> dict:
+            calls.append(name)
+            if name == fail:
+                raise RuntimeError("stopped")
+            return {"made": name}
+        return step
+    return {name: make(name) for name in ("masks", "stage1_shards", "stage2_shards", "editor", "judge", "baselines")}
+
+
+def test_a_stopped_run_resumes_at_the_step_that_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import neurorefiner.adaptation.steps as steps
+
+    calls: list[str] = []
+    monkeypatch.setattr(steps, "STEPS", _fake_steps(calls, fail="editor"))
+    with pytest.raises(RuntimeError):
+        adapt_run.adapt(AdaptSettings("tiny"), tmp_path / "r", progress=False)
+    assert calls == ["masks", "stage1_shards", "stage2_shards", "editor"]
+    assert not (tmp_path / "r" / "README.md").exists()  # no card for a half-made refiner
+    calls.clear()
+    monkeypatch.setattr(steps, "STEPS", _fake_steps(calls))
+    card = adapt_run.adapt(AdaptSettings("tiny"), tmp_path / "r", progress=False)
+    assert calls == ["editor", "judge", "baselines"]  # the finished steps are not redone
+    record = json.loads((tmp_path / "r" / "adapt.json").read_text())
+    assert list(record["steps"]) == ["masks", "stage1_shards", "stage2_shards", "editor", "judge", "baselines"]
+    text = card.read_text()
+    assert "neurorefiner adapt --dataset tiny --out" in text and "| all |" in text
+
+
+def test_the_rebuild_command_names_only_what_differs_from_the_defaults() -> None:
+    record = AdaptSettings("synthetic_zbfwb", segmenters=("unet3d", "nnunet_style"), editor_steps=900).record()
+    line = rebuild_command(record, "checkpoints/refiners/synthetic_zbfwb")
+    assert line == ("neurorefiner adapt --dataset synthetic_zbfwb --out checkpoints/refiners/synthetic_zbfwb "
+                    "--segmenters unet3d,nnunet_style --editor-steps 900")
+
+
+def test_the_command_refuses_a_bad_dataset_in_one_line_writing_nothing(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["adapt", "--dataset", "tinny", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "no such dataset" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_own_stacks_without_a_voxel_size_are_refused(tmp_path: Path) -> None:
+    from neurorefiner.data.registry import get_dataset
+
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "a.tif").write_bytes(b"")
+    with pytest.raises(InputError, match="spacing.json"):
+        get_dataset("own", root=tmp_path).cases("train")
+
+
+def test_refiner_adapted_loads_the_folders_editor_and_judge() -> None:
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf")):
+        for name in ("refine", "evaluate"):
+            cfg = compose(config_name=name, overrides=["refiner=adapted", "refiner_dir=/lab/refiner",
+                                                       "image=a.tif", "mask=b.tif"] if name == "refine"
+                          else ["refiner=adapted", "refiner_dir=/lab/refiner"])
+            assert cfg.editor.checkpoint == "/lab/refiner/editor.ckpt"
+            assert cfg.agent.inspector.judge == "/lab/refiner/judge.json"
+            shipped = compose(config_name=name, overrides=["image=a.tif", "mask=b.tif"] if name == "refine" else [])
+            assert shipped.editor.checkpoint is None
+
+
+@pytest.mark.slow
+def test_adapt_end_to_end_on_tiny_data(tmp_path: Path) -> None:
+    """Every step for real on the tiny built-in data (naive threshold masks, one training step): the folder holds a
+    loadable editor, a judge and a card; the same command again redoes nothing."""
+    from neurorefiner.inference.refiner import TopoRefiner
+
+    out = tmp_path / "refiner"
+    args = ["adapt", "--dataset", "tiny", "--out", str(out), "--segmenters", "otsu", "--editor-steps", "1",
+            "--stage1-samples", "4", "--stage2-samples", "4", "--val-samples", "2"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    for name in ("editor.ckpt", "judge.json", "judge.md", "README.md"):
+        assert (out / name).exists(), name
+    TopoRefiner.load(out / "editor.ckpt")
+    before = (out / "adapt.json").read_text()
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert (out / "adapt.json").read_text() == before
