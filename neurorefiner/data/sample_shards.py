@@ -210,6 +210,28 @@ def _make_shard(job: tuple[Path, int, int]) -> tuple[str, dict]:
     return folder.name, counts
 
 
+def _run_pool(ctx: Any, workers: int, todo: list, initargs: tuple, bar: Any) -> None:
+    """Make the ``todo`` shards in ``workers`` processes. A process pool that loses a worker (the system killed it,
+    most often for memory) stops with that said: ``multiprocessing.Pool`` started a new worker in its place, which
+    loaded the volumes again and was killed again, and the command hung with no word."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    from neurorefiner.errors import InputError
+
+    try:
+        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=initargs) as pool:
+            for done in as_completed([pool.submit(_make_shard, job) for job in todo]):
+                done.result()
+                bar.update(1)
+    except BrokenProcessPool:
+        raise InputError(f"a shard worker was killed (most often: out of memory with {workers} workers each holding "
+                         "every volume); run again with fewer workers (--workers 1): finished shards are kept",
+                         todo[0][0].parent) from None
+    finally:
+        bar.close()
+
+
 def write_shards(out: Path, load: Callable[[], list], maker: Callable, settings: ShardSettings, n_samples: int,
                  shard_size: int = 256, workers: int = 2, sources: Sequence[str] = (), progress: bool = True,
                  recipe: Mapping[str, Any] | None = None) -> dict:
@@ -236,9 +258,8 @@ def write_shards(out: Path, load: Callable[[], list], maker: Callable, settings:
             bar = tqdm(results, total=len(todo), desc=f"stage-{settings.stage} shards", disable=not progress)
             list(bar)
         else:
-            with ctx.Pool(min(workers, len(todo)), initializer=_init_worker, initargs=(load, settings, maker)) as pool:
-                list(tqdm(pool.imap_unordered(_make_shard, todo), total=len(todo),
-                          desc=f"stage-{settings.stage} shards", disable=not progress))
+            _run_pool(ctx, min(workers, len(todo)), todo, (load, settings, maker),
+                      tqdm(total=len(todo), desc=f"stage-{settings.stage} shards", disable=not progress))
     counts: dict[str, int] = {}
     for folder, _, _ in jobs:
         for r in json.loads((folder / "samples.json").read_text()):

@@ -68,23 +68,25 @@ class ErrorPiece:
 
 def find_errors(mask: np.ndarray, gold: np.ndarray, min_voxels: int = 10) -> list[ErrorPiece]:
     """The errors of a whole mask that matter for topology (:func:`~neurorefiner.data.datamodules.stage2.
-    error_components`): missing gold -> connect; extra foreground -> cut when it touches the mask's
+    error_pieces`): missing gold -> connect; extra foreground -> cut when it touches the mask's
     true structure (a false branch), remove when it lies loose."""
-    from neurorefiner.data.datamodules.stage2 import error_components
+    from neurorefiner.data.datamodules.stage2 import error_pieces
 
     near = ndimage.binary_dilation(gold, _CUBE)
     true_part = mask & near
     out = []
-    for side, comp in error_components(mask, gold, tolerance=1, min_voxels=min_voxels, fp_tolerance=3):
+    for side, voxels in error_pieces(mask, gold, tolerance=1, min_voxels=min_voxels, fp_tolerance=3):
         if side == "fn":
             op = "connect"
         else:
-            box = ndimage.find_objects(comp.astype(np.uint8))[0]
-            box = tuple(slice(max(0, b.start - 4), b.stop + 4) for b in box)
-            grown = ndimage.binary_dilation(comp[box], _CUBE, iterations=4)
+            coords = np.unravel_index(voxels, mask.shape)
+            box = tuple(slice(max(0, int(c.min()) - 4), min(n, int(c.max()) + 5)) for c, n in zip(coords, mask.shape))
+            comp = np.zeros(tuple(b.stop - b.start for b in box), dtype=bool)
+            comp[tuple(c - b.start for c, b in zip(coords, box))] = True
+            grown = ndimage.binary_dilation(comp, _CUBE, iterations=4)
             # attached: the piece and the true structure are one mask component within reach of each other
             op = "cut" if (grown & true_part[box] & mask[box]).any() else "remove"
-        out.append(ErrorPiece(op, np.flatnonzero(comp)))
+        out.append(ErrorPiece(op, voxels))
     return out
 
 

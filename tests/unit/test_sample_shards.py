@@ -367,3 +367,38 @@ def test_fresh_variants_show_one_image_with_its_edit_and_with_a_negative(shards:
                                 shards=str(shards), fresh_variants=True, mixed_opposites=True)
     ds = dm.train_dataloader().dataset
     assert ds.variant_shares == {"correct": 0.5, "wrong_place": 0.25, "opposite": 0.25} and ds.mixed_opposites
+
+
+def test_finding_a_whole_stacks_errors_holds_no_volume_per_piece() -> None:
+    """A segmented stack holds thousands of error pieces; one full-size array each filled 24 GB while stage-2
+    shards were made (the system killed the workers). Now the pieces are index lists: memory stays near a few
+    volumes' worth however many pieces there are."""
+    import tracemalloc
+
+    shape = (32, 128, 128)  # 0.5 M voxels: 300 specks as full-size masks would be 150 MB
+    gold = np.zeros(shape, dtype=bool)
+    gold[16, 64, :] = True
+    mask = gold.copy()
+    rng = np.random.default_rng(0)
+    for z, y, x in zip(rng.integers(0, 30, 300), rng.integers(0, 60, 300), rng.integers(0, 126, 300)):
+        mask[z:z + 2, y:y + 2, x:x + 2] = True  # specks away from the gold (rows 0-61, the gold at 64)
+    tracemalloc.start()
+    errors = find_errors(mask, gold, min_voxels=4)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(errors) > 150 and {e.op for e in errors} == {"remove"}
+    assert peak < 40e6, f"peak {peak / 1e6:.0f} MB"
+
+
+def _dying_loader() -> list:
+    import os
+
+    os._exit(1)  # what the system's out-of-memory killer does to a worker
+
+
+def test_a_killed_shard_worker_is_one_clear_error_not_a_hang(tmp_path: Path) -> None:
+    from neurorefiner.data.sample_shards import ShardSettings, write_shards
+
+    with pytest.raises(InputError, match="killed"):
+        write_shards(tmp_path / "s", _dying_loader, stage1_record, ShardSettings(stage=1), 4, shard_size=2,
+                     workers=2, progress=False)
