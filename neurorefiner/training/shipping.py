@@ -39,11 +39,16 @@ def is_tracked(path: Path) -> bool:
     return run.returncode == 0
 
 
+#: scratch folders inside the shipped folder: training runs' state (``runs/``) and an adapted refiner's half-made
+#: parts (``refiners/<name>/work/``, git-ignored), where training may write
+SCRATCH = ("runs", "work")
+
+
 def is_shipped(cfg: DictConfig, path: Path) -> bool:
-    """A shipped file: tracked by git, or in the shipped folder outside its ``runs/`` scratch space."""
+    """A shipped file: tracked by git, or in the shipped folder outside its scratch folders (:data:`SCRATCH`)."""
     p = Path(path).resolve()
     ship = shipped_dir(cfg)
-    inside = ship in p.parents and (ship / "runs") not in p.parents
+    inside = ship in p.parents and not set(SCRATCH) & set(p.relative_to(ship).parts[:-1])
     return inside or (p.exists() and is_tracked(p))
 
 

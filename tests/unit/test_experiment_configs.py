@@ -225,3 +225,12 @@ def test_the_gate_phase_continues_phase_three_with_the_gate(monkeypatch) -> None
     assert output_checkpoint(cfg).name == "toporefinenet_stage1_budget_gate.ckpt" != output_checkpoint(film).name
     assert cfg.stages["1"].datamodule.shards == film.stages["1"].datamodule.shards
     assert cfg.model.residual == film.model.residual and cfg.model.edit_weight == film.model.edit_weight
+
+
+def test_an_adapted_refiners_scratch_is_not_a_shipped_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`neurorefiner adapt` trains its editor into <folder>/work/ (git-ignored) and copies the result out: that
+    scratch is writable even when the folder sits under checkpoints/, while the folder's own editor.ckpt is not."""
+    cfg = _compose(["experiment=adapt_editor", f"adapt_dir={ROOT}/checkpoints/refiners/x"], monkeypatch)
+    assert not is_shipped(cfg, _output(cfg))
+    assert _output(cfg) == ROOT / "checkpoints" / "refiners" / "x" / "work" / "editor" / "editor.ckpt"
+    assert is_shipped(cfg, ROOT / "checkpoints" / "refiners" / "x" / "editor.ckpt")
