@@ -132,6 +132,7 @@ class CandidateSet:
     main: int
     spacing: tuple[float, float, float]
     levels: tuple[float, float]
+    context: PieceContext | None = field(default=None, repr=False)  # what they were measured with (caches)
 
     def of_kind(self, kind: str) -> list[Candidate]:
         return [c for c in self.candidates if c.kind == kind]
@@ -162,18 +163,22 @@ def find_candidates(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float
     if n == 0:
         return CandidateSet(out, labels, sizes, main, sp, levels)
     boxes = cc3d.statistics(labels, no_slice_conversion=True)["bounding_boxes"]
-    context = _PieceContext(image, mask, labels, sizes, boxes, main, np.asarray(sp), levels, s)
+    context = PieceContext(image, mask, labels, sizes, boxes, main, np.asarray(sp), levels, s)
     if "join" in kinds:
         out.extend(_with_clutter(_joins(context), sp))
     if "remove" in kinds:
         out.extend(_removals(context))
     if "prune" in kinds:
         out.extend(_prunes(context))
-    return CandidateSet(out, labels, sizes, main, sp, levels)
+    return CandidateSet(out, labels, sizes, main, sp, levels, context)
 
 
 @dataclass
-class _PieceContext:
+class PieceContext:
+    """One mask state's pieces with what candidates are measured from (image, levels, settings) and caches of
+    each piece's voxels and KD-tree, so a further search (:mod:`neurorefiner.agents.learned.chains`) measures
+    its joins exactly as :func:`find_candidates` does, without labelling the mask again."""
+
     image: np.ndarray
     mask: np.ndarray
     labels: np.ndarray
@@ -185,6 +190,7 @@ class _PieceContext:
     s: CandidateSettings
     _voxels: dict[int, np.ndarray] = field(default_factory=dict)
     _trees: dict[int, object] = field(default_factory=dict)
+    _signals: dict[int, float] = field(default_factory=dict)
     _main_dist: np.ndarray | None = None
 
     def voxels(self, c: int) -> np.ndarray:
@@ -199,6 +205,15 @@ class _PieceContext:
             self._trees[c] = cKDTree(self.voxels(c) * self.sp)
         return self._trees[c]
 
+    def signal(self, c: int) -> float:
+        """Piece ``c``'s median intensity on the background-to-foreground scale: what a join's far piece is
+        compared with the tree on (:mod:`neurorefiner.agents.learned.attached_piece`); the median, not the mean,
+        so a few bright voxels where a dim fibre touches the tree do not lift it."""
+        if c not in self._signals:
+            vox = self.voxels(c)
+            self._signals[c] = float(np.median(_rel(self.image[tuple(vox.T)], *self.levels))) if len(vox) else 0.0
+        return self._signals[c]
+
     def ranked_pieces(self, min_size: int) -> list[int]:
         order = [int(c) for c in np.argsort(-self.sizes, kind="stable") if c > 0 and self.sizes[c] >= min_size]
         return order[: self.s.max_pieces]
@@ -209,11 +224,8 @@ class _PieceContext:
         return d
 
 
-def _joins(cx: _PieceContext) -> list[Candidate]:
-    from neurorefiner.baselines.classical import brightest_path
-
+def _joins(cx: PieceContext) -> list[Candidate]:
     s, sp = cx.s, cx.sp
-    bg, fg = cx.levels
     pieces = cx.ranked_pieces(s.join_min_size)
     if len(pieces) < 2:
         return []
@@ -231,14 +243,25 @@ def _joins(cx: _PieceContext) -> list[Candidate]:
         near = others[np.linalg.norm(sep, axis=1) <= s.reach_um]
         for cj in near.tolist():
             small, big = (cj, ci) if cx.sizes[cj] <= cx.sizes[ci] else (ci, cj)
-            vs = cx.voxels(small)
-            d, idx = cx.tree(big).query(vs * sp, distance_upper_bound=s.reach_um)
-            k = int(np.argmin(d))
-            if not np.isfinite(d[k]):
-                continue
-            a, bb = vs[k], cx.voxels(big)[int(idx[k])]
-            out.append(_join_candidate(cx, small, big, a, bb, float(d[k]), brightest_path, bg, fg))
+            cand = join_between(cx, small, big)
+            if cand is not None:
+                out.append(cand)
     return out
+
+
+def join_between(cx: PieceContext, small: int, big: int) -> Candidate | None:
+    """The join of piece ``small`` to piece ``big`` (the two closest voxels, bridged by the brightest path), its
+    features read with ``small`` as the piece attached and ``big`` as the one it attaches to; None when the
+    pieces are farther apart than ``reach_um``."""
+    from neurorefiner.baselines.classical import brightest_path
+
+    vs = cx.voxels(small)
+    d, idx = cx.tree(big).query(vs * cx.sp, distance_upper_bound=cx.s.reach_um)
+    k = int(np.argmin(d))
+    if not np.isfinite(d[k]):
+        return None
+    a, b = vs[k], cx.voxels(big)[int(idx[k])]
+    return _join_candidate(cx, small, big, a, b, float(d[k]), brightest_path, *cx.levels)
 
 
 def _with_clutter(joins: list[Candidate], spacing: Sequence[float], radius_um: float = 10.0) -> list[Candidate]:
@@ -259,7 +282,7 @@ def _with_clutter(joins: list[Candidate], spacing: Sequence[float], radius_um: f
     return joins
 
 
-def _join_candidate(cx: _PieceContext, small: int, big: int, a: np.ndarray, b: np.ndarray, gap: float,
+def _join_candidate(cx: PieceContext, small: int, big: int, a: np.ndarray, b: np.ndarray, gap: float,
                     brightest_path, bg: float, fg: float) -> Candidate:  # type: ignore[no-untyped-def]
     sp, s = cx.sp, cx.s
     a_um, b_um = a * sp, b * sp
@@ -291,6 +314,8 @@ def _join_candidate(cx: _PieceContext, small: int, big: int, a: np.ndarray, b: n
         "big_brightness": float(_rel(cx.image[tuple(cx.voxels(big).T)], bg, fg).mean()),
         "small_elongation": _elongation(cx.voxels(small) * sp),
         "small_dist_main_um": float(cx.dist_to_main(a)[0]) if small != cx.main else 0.0,
+        "small_signal_p50": cx.signal(small),
+        "big_signal_p50": cx.signal(big),
     }
     anchors = (tuple(int(v) for v in a), tuple(int(v) for v in b))
     return Candidate("join", anchors, (small, big), feats, np.asarray(path, np.int64))  # type: ignore[arg-type]
@@ -301,7 +326,7 @@ def _border_share(vox: np.ndarray, shape: Sequence[int], margin: int = 2) -> flo
     return float(np.any((vox < margin) | (vox >= sh - margin), axis=1).mean()) if len(vox) else 0.0
 
 
-def _removals(cx: _PieceContext) -> list[Candidate]:
+def _removals(cx: PieceContext) -> list[Candidate]:
     from scipy.spatial import cKDTree
 
     sp = cx.sp
@@ -344,7 +369,7 @@ def _removals(cx: _PieceContext) -> list[Candidate]:
     return out
 
 
-def _prunes(cx: _PieceContext) -> list[Candidate]:
+def _prunes(cx: PieceContext) -> list[Candidate]:
     """Terminal branches of the skeleton of every piece of at least ``prune_min_piece`` voxels."""
     out: list[Candidate] = []
     for c in cx.ranked_pieces(cx.s.prune_min_piece):
@@ -374,7 +399,7 @@ class _PieceSkeleton:
     coords: np.ndarray
 
 
-def _piece_prunes(cx: _PieceContext, c: int) -> list[Candidate]:
+def _piece_prunes(cx: PieceContext, c: int) -> list[Candidate]:
     """A prune candidate for every terminal branch of piece ``c``'s skeleton at least ``prune_min_um`` long."""
     sk = _piece_skeleton(cx, c)
     if sk is None:
@@ -389,7 +414,7 @@ def _piece_prunes(cx: _PieceContext, c: int) -> list[Candidate]:
     return out
 
 
-def _piece_skeleton(cx: _PieceContext, c: int) -> _PieceSkeleton | None:
+def _piece_skeleton(cx: PieceContext, c: int) -> _PieceSkeleton | None:
     """Skeletonise piece ``c`` in its box (one voxel of padding); None when it has no skeleton graph."""
     import edt
     import skan
@@ -453,7 +478,7 @@ def _continuity(sk: _PieceSkeleton, i: int, junction: int, d_this: np.ndarray, s
     return best_cont, n_others, others_len
 
 
-def _prune_candidate(cx: _PieceContext, c: int, sk: _PieceSkeleton, i: int) -> Candidate | None:
+def _prune_candidate(cx: PieceContext, c: int, sk: _PieceSkeleton, i: int) -> Candidate | None:
     """The prune of terminal branch ``i`` of piece ``c``, with its features; None when nothing of the piece is
     left to cut once the junction's own neighbourhood is kept."""
     sp = cx.sp
@@ -525,7 +550,9 @@ def apply_candidates(mask: np.ndarray, chosen: Sequence[Candidate]) -> np.ndarra
 
 
 def feature_names(kind: str) -> list[str]:
-    """The feature order of a kind (fixed: the judge's columns)."""
+    """The feature order of a kind (fixed: the judge's columns). A join also carries ``small_signal_p50`` and
+    ``big_signal_p50``, read by the Inspector's check of the piece a join attaches
+    (:mod:`neurorefiner.agents.learned.attached_piece`) and by no judge, so shipped judges keep their columns."""
     return list(_FEATURES[kind])
 
 

@@ -6,7 +6,8 @@ inside the gold's scope; its gap is the gold's path length over the stretch not 
 is **within reach** when that gap is at most ``reach_um`` (the Inspector's reach). The search *covers* it when
 some join candidate joins the same two pieces. Reported per dataset and mask source: breaks within reach, how
 many touch the tree (the largest piece: what the default search joins, ``joins_to_tree``; a chain of fragments
-joins one round at a time), and the share covered, for the default search and for wider ones (a longer reach;
+joins one round at a time), how many lie in such a chain (two or more gaps from the tree) or out of its reach
+altogether (:func:`gaps_from_tree`), and the share covered, for the default search and for wider ones (a longer reach;
 joins between loose pieces too). Command: ``neurorefiner study candidate-recall``.
 """
 
@@ -67,6 +68,30 @@ def gold_breaks(labels: np.ndarray, gold: Any, spacing: Sequence[float], tol_um:
     return out
 
 
+def gaps_from_tree(breaks: dict[tuple[int, int], float], tree: int) -> dict[tuple[int, int], int | None]:
+    """Per break, how many gaps lie between the tree and its far piece along breaks within reach (1: it touches
+    the tree; 2+: a chain of fragments, which the default search reaches one round at a time; None: no path
+    of such breaks reaches the tree, e.g. fragments around another large piece)."""
+    from collections import deque
+
+    adj: dict[int, set[int]] = {}
+    for a, b in breaks:
+        adj.setdefault(a, set()).add(b)
+        adj.setdefault(b, set()).add(a)
+    depth, todo = {tree: 0}, deque([tree])
+    while todo:
+        u = todo.popleft()
+        for v in adj.get(u, ()):
+            if v not in depth:
+                depth[v] = depth[u] + 1
+                todo.append(v)
+    out: dict[tuple[int, int], int | None] = {}
+    for a, b in breaks:
+        known = [depth[p] for p in (a, b) if p in depth]
+        out[(a, b)] = max(known) if known else None
+    return out
+
+
 SEARCHES: dict[str, dict] = {
     "default": {},
     "reach 12 um": {"reach_um": 12.0},
@@ -84,7 +109,10 @@ def case_recall(image: np.ndarray, mask: np.ndarray, gold: Any, spacing: Sequenc
     index = GoldIndex(gold, spacing, mask.shape)
     breaks = {k: g for k, g in gold_breaks(cs.labels, gold, spacing, scope=index).items() if g <= reach_um}
     tree = {k for k in breaks if cs.main in k}
-    row: dict[str, Any] = {"breaks": len(breaks), "tree_breaks": len(tree)}
+    depth = gaps_from_tree(breaks, cs.main)
+    row: dict[str, Any] = {"breaks": len(breaks), "tree_breaks": len(tree),
+                           "chain_breaks": sum(d is not None and d >= 2 for d in depth.values()),
+                           "detached_breaks": sum(d is None for d in depth.values())}
     for name, change in (searches or SEARCHES).items():
         found = cs if not change else find_candidates(image, mask, spacing, replace(base, **change), kinds=("join",))
         pairs = {tuple(sorted(c.pieces)) for c in found.candidates}
@@ -142,4 +170,11 @@ def candidate_recall(dataset: str, split: str, sources: Sequence[str], out: Path
             cov, tcov = sum(r[f"{name}: covered"] for r in rs), sum(r[f"{name}: tree covered"] for r in rs)
             lines.append(f"| {name} ({subset}) | {len(rs)} | {b} | {100 * cov / max(b, 1):.1f} | {t} | "
                          f"{100 * tcov / max(t, 1):.1f} | {sum(r[f'{name}: joins'] for r in rs)} |")
+    lines.append("")
+    for subset, rs in (("segmenter masks", [r for r in rows if r["variant"] == 0]),
+                       ("defect-cut copies", [r for r in rows if r["variant"] > 0])):
+        if rs:
+            lines.append(f"- {subset}: of {sum(r['breaks'] for r in rs)} breaks, {sum(r['tree_breaks'] for r in rs)} "
+                         f"touch the tree, {sum(r['chain_breaks'] for r in rs)} lie in a chain (two or more gaps from "
+                         f"it) and {sum(r['detached_breaks'] for r in rs)} are out of its reach altogether.")
     return write_markdown(out / f"candidate_recall_{dataset}.md", "\n".join(lines) + "\n")

@@ -78,3 +78,10 @@ def test_validator_settings_from_the_command_line_are_numbers_and_a_wrong_name_i
         parse_settings("min_insde=0.8")
     with pytest.raises(InputError, match="key=number"):
         parse_settings("margin=wide")
+
+
+def test_breaks_are_counted_as_touching_the_tree_in_a_chain_or_detached() -> None:
+    from neurorefiner.studies.candidate_recall import gaps_from_tree
+
+    breaks = {(1, 2): 0.5, (2, 3): 1.0, (3, 4): 2.0, (5, 6): 1.0}   # tree 1 -> 2 -> 3 -> 4; 5 - 6 elsewhere
+    assert gaps_from_tree(breaks, 1) == {(1, 2): 1, (2, 3): 2, (3, 4): 3, (5, 6): None}

@@ -5,7 +5,9 @@
   a join as a break (``FN``, its two ends), removals as noise (``FP``: a block's isolated pieces that one
   editor frame holds as one defect, :mod:`neurorefiner.agents.learned.noise_groups`), a prune as attached
   false structure (``FP_ATTACHED``, the branch's tip then its junction). Joins are taken most probable first and
-  only while they join pieces not yet joined, so a chain of fragments gives a chain of breaks.
+  only while they join pieces not yet joined, so a chain of fragments gives a chain of breaks. With
+  ``chain_joins`` a break made of several gaps in a row (through specks and stubs the judge cannot weigh alone)
+  is judged as one join and planned gap by gap (:mod:`neurorefiner.agents.learned.chains`).
 * **Advisor** (:mod:`neurorefiner.agents.learned.advisor`): the grammar's sentence for each candidate, its
   places read in an editor frame placed as the editor's training crops hold their defects.
 * **Validator**: the heuristic Validator's rule checks (compliance, topology) and, beside them, the judge:
@@ -25,6 +27,7 @@ from neurorefiner.agents.candidates import Candidate, CandidateSettings, find_ca
 from neurorefiner.agents.heuristic.detect import UnionFind
 from neurorefiner.agents.heuristic.validator import HeuristicValidator
 from neurorefiner.agents.learned.advisor import LearnedAdvisor  # noqa: F401 - the learned backend's Advisor
+from neurorefiner.agents.learned.attached_piece import PieceCheck
 from neurorefiner.agents.learned.judge import CropView, Judge
 from neurorefiner.agents.learned.noise_groups import DEFAULT_SPAN, group_noise
 from neurorefiner.agents.roles import (
@@ -56,19 +59,25 @@ def _load_judge(judge: str | Path | Judge | None) -> Judge:
     return Judge.load(judge or shipped_judge())
 
 
-def join_gate(c: Candidate, signal_min: float = 0.25, max_crowding: float = 4, reach_um: float = 8.0) -> bool:
+def join_gate(c: Candidate, signal_min: float = 0.25, max_crowding: float = 4, reach_um: float = 8.0,
+              piece: PieceCheck | None = PieceCheck()) -> bool:
     """Two priors a join must pass besides the judge (chosen on DIADEM dev): the gap holds image signal (its
     brightest path's lower quartile at least ``signal_min`` of the way from background to foreground, the bar
     shrinking with the gap: a few dim voxels are where a threshold cut a neurite, a long dark gap is two
     fibres), and the place is not crowded (at most ``max_crowding`` other joins within 10 um: a tree beset by
     loose pieces is a noisy stack or other fibres). Leave one stack out, the judge alone joined the tree to
     bright fibres the gold never traced (unlabelled, beyond its scope) across dark gaps and, round after round,
-    into a noisy stack's specks: OP_2 fell from 0.92 / 0.95 F1 to 0.56 / 0.46 (U-Net / nnU-Net-style masks)."""
+    into a noisy stack's specks: OP_2 fell from 0.92 / 0.95 F1 to 0.56 / 0.46 (U-Net / nnU-Net-style masks).
+    And a third (``piece``, at conf/agent/learned.yaml's defaults unless given; None: not asked): a large piece
+    the join brings into the tree must be about as bright as the tree
+    (:mod:`neurorefiner.agents.learned.attached_piece`): a good gap to a false piece is still a false join."""
     if c.kind != "join":
         return True
     f = c.features
     bar = signal_min * min(1.0, f["gap_um"] / reach_um)
-    return f["path_q25"] >= bar and f.get("joins_near", 0.0) <= max_crowding
+    if f["path_q25"] < bar or f.get("joins_near", 0.0) > max_crowding:
+        return False
+    return piece is None or piece.passes(c)
 
 
 def choose(candidates: Sequence[Candidate], p: np.ndarray, passed: np.ndarray, prune: bool = True,
@@ -91,8 +100,9 @@ def choose(candidates: Sequence[Candidate], p: np.ndarray, passed: np.ndarray, p
 def _defect(c: Candidate, p: float) -> Defect:
     f = c.features
     if c.kind == "join":
+        chain = f" (a chain of {int(f['chain_gaps'])} gaps)" if "chain_gaps" in f else ""
         return Defect("FN", c.anchors, int(np.expm1(f["log_size_small"])),
-                      f"join p={p:.2f}: gap {f['gap_um']:.1f} um, signal {f['path_q25']:.2f}")
+                      f"join p={p:.2f}: gap {f['gap_um']:.1f} um, signal {f['path_q25']:.2f}{chain}")
     if c.kind == "remove":
         return Defect("FP", c.anchors, int(np.expm1(f["log_size"])),
                       f"remove p={p:.2f}: piece of {int(np.expm1(f['log_size']))} voxels, "
@@ -111,17 +121,27 @@ class LearnedInspector:
     def __init__(self, judge: str | Path | Judge | None = None, reach_um: float = 8.0, join_min_size: int = 10,
                  prune_min_piece: int = 200, prune_min_um: float = 3.0, prune: bool = True,
                  join_signal_min: float = 0.25, join_max_crowding: float = 4, group_noise: bool = True,
-                 noise_span: Sequence[int] = DEFAULT_SPAN) -> None:
+                 noise_span: Sequence[int] = DEFAULT_SPAN, chain_joins: bool = False, chain_links: int = 2,
+                 chain_via_max: int = 50, join_piece_min_size: int = PieceCheck.min_size,
+                 join_piece_min_signal: float = PieceCheck.min_signal) -> None:
         self.judge = _load_judge(judge)
+        self.chain_joins, self.chain_links, self.chain_via_max = bool(chain_joins), int(chain_links), int(chain_via_max)
         self.group_noise = bool(group_noise)
         self.noise_span = tuple(int(v) for v in noise_span)
         self.settings = CandidateSettings(reach_um=reach_um, join_min_size=join_min_size,
                                           prune_min_piece=prune_min_piece, prune_min_um=prune_min_um)
         self.prune = bool(prune)
         self.join_signal_min, self.join_max_crowding = float(join_signal_min), float(join_max_crowding)
+        self.piece = PieceCheck(int(join_piece_min_size), float(join_piece_min_signal))
+        self.refused: list[dict] = []   # joins the piece check turned down in the last inspection (the trace's)
 
     def gate(self, c: Candidate) -> bool:
-        return join_gate(c, self.join_signal_min, self.join_max_crowding, self.settings.reach_um)
+        if not join_gate(c, self.join_signal_min, self.join_max_crowding, self.settings.reach_um, piece=None):
+            return False
+        if not self.piece.passes(c):
+            self.refused.append(self.piece.describe(c))
+            return False
+        return True
 
     def chosen(self, image: np.ndarray, mask: np.ndarray, spacing: Sequence[float]) -> list[tuple[Candidate, float]]:
         kinds = ("join", "remove", "prune") if self.prune else ("join", "remove")
@@ -130,7 +150,13 @@ class LearnedInspector:
         view = (CropView(image, mask, tuple(float(v) for v in spacing), found.levels)  # type: ignore[arg-type]
                 if self.judge.uses_crops else None)
         p, passed = self.judge.decide(cands, view)
-        return choose(cands, p, passed, self.prune, self.gate)
+        self.refused = []
+        chosen = choose(cands, p, passed, self.prune, self.gate)
+        if not self.chain_joins:
+            return chosen
+        from neurorefiner.agents.learned.chains import with_chains
+
+        return with_chains(found, chosen, self.judge, self.gate, view, self.chain_links, self.chain_via_max)
 
     def inspect(self, view: GlobalView) -> Inspection:
         t0 = time.perf_counter()
@@ -150,8 +176,10 @@ class LearnedInspector:
             counts = {k: sum(d.kind == k for d in ds) for k in ("FN", "FP", ATTACHED)}
             flags[bid] = Flag(bid, kind, tuple(ds), f"{counts['FN']} join(s), {counts['FP']} removal(s), "
                                                     f"{counts[ATTACHED]} attached branch(es) the judge passed")
-        info = CallInfo(self.name, seconds=time.perf_counter() - t0,
-                        raw={"candidates_chosen": len(chosen), "blocks": len(flags)})
+        raw: dict = {"candidates_chosen": len(chosen), "blocks": len(flags)}
+        if self.refused:   # the judge and the gap passed them; their large far piece is dimmer than the tree
+            raw["joins_refused_for_their_piece"] = list(self.refused)
+        info = CallInfo(self.name, seconds=time.perf_counter() - t0, raw=raw)
         return Inspection(flags, info)
 
 
