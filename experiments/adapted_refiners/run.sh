@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The refiners adapted to the SYNTHETIC stand-ins (never the published benchmarks): one `neurorefiner adapt` line
+# each (train split only; the learned baselines trained on the same data for Tables 1-2), then each adapted
+# editor against the shipped one on its preset's own defects (volumes rendered afresh, never a test volume).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+for preset in synthetic_bigneuron; do
+  neurorefiner adapt --dataset "$preset" --out "checkpoints/refiners/$preset" --baselines segfix,transfiner,segrefiner
+  for editor in shipped adapted; do
+    ckpt=checkpoints/toporefinenet.ckpt
+    [ "$editor" = adapted ] && ckpt="checkpoints/refiners/$preset/editor.ckpt"
+    neurorefiner study probe-editor --out "experiments/adapted_refiners/probe/$preset/$editor" --stacks '' \
+      --synthetic "$preset" --synthetic-n 3 --kinds break,noise,paste --checkpoint "$ckpt" --speed-threads 0
+  done
+done
