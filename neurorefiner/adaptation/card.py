@@ -27,6 +27,13 @@ def rebuild_command(settings: dict[str, Any], out: str) -> str:
     return " ".join(parts)
 
 
+def _as_given(command: str, out: str) -> str:
+    """A step's command with the folder as the user named it (steps run with its absolute path)."""
+    from pathlib import Path
+
+    return command.replace(str(Path(out).resolve()), out)
+
+
 def adapted_card(record: dict[str, Any], out: str, commit: str) -> str:
     """Markdown of the folder's card."""
     settings, steps = record["settings"], record.get("steps", {})
@@ -52,14 +59,14 @@ def adapted_card(record: dict[str, Any], out: str, commit: str) -> str:
         lines += ["## Editor (`editor.ckpt`)", "",
                   f"Fine-tuned from the shipped `checkpoints/toporefinenet.ckpt` for {editor.get('steps')} steps "
                   "(`conf/experiment/adapt_editor.yaml`); the editor alone is retrained by", "", "```bash",
-                  str(editor.get("command")), "```", "", "Validation (crops of the segmenters' errors in the "
+                  _as_given(str(editor.get("command")), out), "```", "", "Validation (crops of the segmenters' errors in the "
                   "validation cases; val/dice_input is the unedited mask's):", ""]
         lines += [f"- {k}: {v}" for k, v in sorted(editor.get("validation", {}).items())]
         lines.append("")
     for name, command in steps.get("baselines", {}).get("baselines", {}).items():
         lines += [f"## Baseline `{name}.ckpt`", "", "Trained from scratch on the same stage-1 defects; its card: "
                   f"`{name}.md`. Use it with `method_registry.{name}.checkpoint={out}/{name}.ckpt`; retrain it alone:",
-                  "", "```bash", command, "```", ""]
+                  "", "```bash", _as_given(command, out), "```", ""]
     if "judge" in steps:
         lines += ["## Judge (`judge.json`)", "", "Its card, with the out-of-fold precision and recall at the "
                   "shipped thresholds: `judge.md`.", ""]

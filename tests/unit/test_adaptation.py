@@ -128,3 +128,15 @@ def test_adapt_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     before = (out / "adapt.json").read_text()
     assert CliRunner().invoke(app, args).exit_code == 0
     assert (out / "adapt.json").read_text() == before
+
+
+def test_the_card_names_the_folder_as_the_user_gave_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from neurorefiner.adaptation.card import adapted_card
+
+    monkeypatch.chdir(tmp_path)
+    absolute = str((tmp_path / "r").resolve())
+    record = {"settings": AdaptSettings("tiny").record(),
+              "steps": {"editor": {"wall_s": 1.0, "cpu_s": 1.0, "steps": 2,
+                                   "command": f"python train.py experiment=adapt_editor adapt_dir={absolute}"}}}
+    text = adapted_card(record, "r", "abc1234")
+    assert "adapt_dir=r" in text and absolute not in text
