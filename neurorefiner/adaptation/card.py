@@ -59,8 +59,9 @@ def adapted_card(record: dict[str, Any], out: str, commit: str) -> str:
         lines += ["## Editor (`editor.ckpt`)", "",
                   f"Fine-tuned from the shipped `checkpoints/toporefinenet.ckpt` for {editor.get('steps')} steps "
                   "(`conf/experiment/adapt_editor.yaml`); the editor alone is retrained by", "", "```bash",
-                  _as_given(str(editor.get("command")), out), "```", "", "Validation (crops of the segmenters' errors in the "
-                  "validation cases; val/dice_input is the unedited mask's):", ""]
+                  _as_given(str(editor.get("command")), out), "```", "",
+                  "Validation (crops of the segmenters' errors in the validation cases; val/dice_input is the "
+                  "unedited mask's):", ""]
         lines += [f"- {k}: {v}" for k, v in sorted(editor.get("validation", {}).items())]
         lines.append("")
     for name, command in steps.get("baselines", {}).get("baselines", {}).items():
