@@ -20,7 +20,8 @@ from neurorefiner.cli.main import app
 NO_OUTPUT_PATH = {"info", "score", "inspect", "study standin-card", "study equal-budget-table",
                   "study checkpoint-choice-table", "study segmenter-cv verify", "study training-figures",
                   "study width-speed",
-                  "study loss-probe-table"}  # writes summary.md into the --results folder it reads
+                  "study loss-probe-table",  # writes summary.md into the --results folder it reads
+                  "study doc-tables"}  # rewrites, in place, the Markdown files it reads
 # how an output option is spelled; an option of these names that a command does not declare fails the test
 OUTPUT_OPTIONS = ("--out", "--dst", "--prob", "--ship-to")
 
