@@ -282,7 +282,9 @@ def train_baseline(cfg: DictConfig) -> dict[str, float]:
     with atomic_path(ckpt) as tmp:
         torch.save(record, tmp)
     meta = {"kind": kind, "checkpoint": str(ckpt), "experiment": str(node.get("experiment") or kind),
-            "seed": int(cfg.get("seed", 0)), **metrics}
+            "seed": int(cfg.get("seed", 0)), "dataset": str(cfg.dataset.get("name", "diadem")),
+            "train_cases": [v.name for v in datamodule.train_volumes],
+            "val_cases": [v.name for v in datamodule.val_volumes], **metrics}
     with atomic_path(ckpt.with_suffix(".json")) as tmp:
         tmp.write_text(json.dumps(meta, indent=2))
     for f in (ckpt, ckpt.with_suffix(".json")):
@@ -293,6 +295,27 @@ def train_baseline(cfg: DictConfig) -> dict[str, float]:
     ckpt.with_suffix(".md").chmod(0o644)
     ship(cfg, with_cards(ckpt))
     return metrics
+
+
+def _ships(meta: dict) -> bool:
+    """Only the DIADEM baselines ship into checkpoints/; one trained on another dataset stays beside its refiner
+    (``neurorefiner adapt`` copies it there)."""
+    return meta.get("dataset", "diadem") == "diadem"
+
+
+def _rebuild_line(experiment: str, meta: dict, written: Path) -> str:
+    if _ships(meta):
+        return f"python train.py experiment={experiment} ship=true"
+    return (f"python train.py experiment={experiment} dataset={meta['dataset']} "
+            f"paths.checkpoint_dir={written.parent}")
+
+
+def _cases(meta: dict, key: str) -> str:
+    """The cases a run learned or validated on, as its metrics file records them (older files: DIADEM's split)."""
+    cases = meta.get(key)
+    if cases is None:
+        return "DIADEM OP_1-OP_5" if key == "train_cases" else "OP_6"
+    return f"{meta.get('dataset', '')} " + ", ".join(cases)
 
 
 TITLES = {"segfix": "SegFix-style boundary refinement (boundary map + per-voxel direction, boundary voxels relabelled "
@@ -316,29 +339,29 @@ def baseline_card(ckpt: Path, meta: dict, net: torch.nn.Module, node: DictConfig
     net_args = {k: v for k, v in OmegaConf.to_container(node.net, resolve=True).items() if k != "_target_"}
     dm = node.datamodule
     lines = [f"# {ckpt.name}", "", TITLES.get(kind, kind) + ", written in this project from the paper's idea (3D, "
-             "CPU-sized). A baseline of the DIADEM table: `conf/method/" + f"{kind}.yaml`, applied window by window "
-             "to the whole mask (`neurorefiner.inference.refinement_baselines`). No instruction.", "",
+             "CPU-sized). A learned baseline of the paper's tables: `conf/method/" + f"{kind}.yaml`, applied window "
+             "by window to the whole mask (`neurorefiner.inference.refinement_baselines`). No instruction.", "",
              f"- network: `{node.net._target_}` ({n_params:,} parameters), arguments `{net_args}`",
              f"- module settings: `{OmegaConf.to_container(node.module, resolve=True)}` (those inference uses are "
              "stored in the checkpoint)",
              f"- file: {ckpt.stat().st_size / 1e6:.2f} MB",
              "- data: the stage-1 data of TopoRefineNet (Stage1DefectDataModule): synthetic defects "
              f"(probabilities {OmegaConf.to_container(dm.defects.probs)}, no distractors) cut into gold masks of "
-             f"DIADEM OP_1-OP_5, crops {list(dm.crop_size)} (z, y, x), batch {dm.batch_size}; validation: "
-             f"{dm.val_samples} fixed defects of OP_6. OP_7-OP_9 never used.",
+             f"{_cases(meta, 'train_cases')}, crops {list(dm.crop_size)} (z, y, x), batch {dm.batch_size}; "
+             f"validation: {dm.val_samples} fixed defects of {_cases(meta, 'val_cases')}. No test case used.",
              "- trained on: the shared 2-core development CPU, 1 torch thread; "
              f"lr {node.lr}, seed {meta.get('seed', 0)}",
              f"- steps: {int(meta['train/steps'])} (of {max_steps}); "
              f"wall time of fit: {meta['train/wall_s'] / 60:.1f} min",
-             "", "## Validation (fixed defects of OP_6, after refinement)", ""]
+             "", f"## Validation (fixed defects of {_cases(meta, 'val_cases')}, after refinement)", ""]
     for key in ("val/dice", "val/dice_input", "val/net_fixed", "val/changed_voxels", "val/loss"):
         if key in meta:
             lines.append(f"- {key}: {meta[key]:.4f}")
     lines += ["", "val/dice_input is the Dice of the defective input itself (what a refinement must beat); "
               "val/net_fixed = (defect voxels put right - correct voxels made wrong) / defect voxels.", "",
-              "## Rebuild", "", "```bash", f"python train.py experiment={experiment} ship=true", "```", "",
+              "## Rebuild", "", "```bash", _rebuild_line(experiment, meta, rel), "```", "",
               f"writes `{rel}` (and `{rel.with_suffix('.json')}`, this card); recipe in "
               f"`conf/experiment/{experiment}.yaml`."
               + (f" `ship=true` then copies the three into `{dest.parent}/`, the checkpoint as `{dest}`."
-                 if dest is not None else ""), ""]
+                 if dest is not None and _ships(meta) else ""), ""]
     return "\n".join(lines)

@@ -234,3 +234,26 @@ def test_an_adapted_refiners_scratch_is_not_a_shipped_file(monkeypatch: pytest.M
     assert not is_shipped(cfg, _output(cfg))
     assert _output(cfg) == ROOT / "checkpoints" / "refiners" / "x" / "work" / "editor" / "editor.ckpt"
     assert is_shipped(cfg, ROOT / "checkpoints" / "refiners" / "x" / "editor.ckpt")
+
+
+def test_a_baseline_trained_on_another_dataset_says_so_on_its_card(tmp_path: Path) -> None:
+    """The card used to name DIADEM OP_1-OP_5 whatever the run learned from: a baseline trained on a stand-in's train
+    split (by `neurorefiner adapt`) carried DIADEM's provenance. The cases and the dataset now come from the run."""
+    import torch
+
+    from neurorefiner.training.refinement_baselines import baseline_card
+
+    ckpt = tmp_path / "work" / "segfix.ckpt"
+    ckpt.parent.mkdir()
+    ckpt.write_bytes(b"x")
+    node = OmegaConf.create({"net": {"_target_": "torch.nn.Linear", "in_features": 2, "out_features": 1},
+                             "module": {}, "lr": 1e-3, "datamodule": {"defects": {"probs": {"break": 1.0}},
+                                                                      "crop_size": [8, 8, 8], "batch_size": 1,
+                                                                      "val_samples": 2}})
+    meta = {"kind": "segfix", "experiment": "segfix", "train/steps": 3.0, "train/wall_s": 6.0,
+            "dataset": "synthetic_bigneuron", "train_cases": ["b_train_000"], "val_cases": ["b_val_000"]}
+    card = baseline_card(ckpt, meta, torch.nn.Linear(2, 1), node, tmp_path, 3)
+    assert "DIADEM" not in card and "OP_" not in card
+    assert "synthetic_bigneuron b_train_000" in card and "b_val_000" in card
+    assert "python train.py experiment=segfix dataset=synthetic_bigneuron paths.checkpoint_dir=work" in card
+    assert "ship=true" not in card
