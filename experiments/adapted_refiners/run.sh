@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for preset in synthetic_bigneuron; do
-  neurorefiner adapt --dataset "$preset" --out "checkpoints/refiners/$preset" --baselines segfix,transfiner,segrefiner
+  # the steps this CPU afforded (the defaults are 1,500 editor and 800 baseline steps; README.md here)
+  neurorefiner adapt --dataset "$preset" --out "checkpoints/refiners/$preset" --baselines segfix,transfiner,segrefiner \
+    --editor-steps 800 --baseline-steps 400
   for editor in shipped adapted; do
     ckpt=checkpoints/toporefinenet.ckpt
     [ "$editor" = adapted ] && ckpt="checkpoints/refiners/$preset/editor.ckpt"
