@@ -5,11 +5,12 @@ Three kinds, each enumerated in full rather than ranked by a rule first (the heu
 
 * **join**: two pieces whose closest voxels come within ``reach_um`` micrometres (physical distance, so the
   z axis of an anisotropic stack counts at its real size), whatever their size rank; by default
-  (``joins_to_tree``) one of them is the tree (the largest piece). Between two loose pieces, nineteen in twenty
-  joins on DIADEM dev were wrong and nearly all of them sat in one noisy stack, so no judge held out on that
-  stack could learn them; joins to the tree are half right on every stack, and a chain of fragments still
-  joins, one per round of the loop. The bridge is the brightest path between the two closest voxels.
-* **remove**: every piece but the largest (an isolated piece: noise, or a fragment of neurite).
+  (``joins_to_tree``) one of them is the tree (the piece at the root when the root is given, else the
+  largest piece). Between two loose pieces, nineteen in twenty joins on DIADEM dev were wrong and nearly all
+  of them sat in one noisy stack, so no judge held out on that stack could learn them; joins to the tree are
+  half right on every stack, and a chain of fragments still joins, one per round of the loop. The bridge is
+  the brightest path between the two closest voxels.
+* **remove**: every piece but the tree (an isolated piece: noise, or a fragment of neurite).
 * **prune**: every terminal branch of the skeleton of a piece of at least ``prune_min_piece`` voxels (a branch
   from a junction to a tip, from ``skan``'s skeleton graph): a spur, or a fibre merged into the neuron that the
   paper's Inspector, which sees only isolated pieces, can never name.
@@ -28,6 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neurorefiner.topology.tree_root import tree_piece
+
 KINDS = ("join", "remove", "prune")
 
 
@@ -41,7 +44,7 @@ class CandidateSettings:
     prune_min_um: float = 3.0      # terminal branches shorter than this are skeleton noise, not structure
     end_radius_um: float = 3.0     # neighbourhood that tells an end (mass behind it) from a tube's side
     max_pieces: int = 20_000       # a guard on pathological masks (noise fields): the largest pieces are kept
-    joins_to_tree: bool = True     # joins grow the tree (the largest piece) only; a chain of fragments joins
+    joins_to_tree: bool = True     # joins grow the tree (root's or largest piece) only; a chain of fragments joins
                                    # over the loop's rounds as each one becomes part of the tree
 
     def __post_init__(self) -> None:
@@ -139,8 +142,11 @@ class CandidateSet:
 
 
 def find_candidates(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float] = (1.0, 1.0, 1.0),
-                    settings: CandidateSettings | None = None, kinds: Sequence[str] = KINDS) -> CandidateSet:
-    """Every join, removal and prune candidate of ``mask`` (bool ZYX) over ``image`` (float ZYX in [0, 1])."""
+                    settings: CandidateSettings | None = None, kinds: Sequence[str] = KINDS,
+                    root: Sequence[float] | None = None) -> CandidateSet:
+    """Every join, removal and prune candidate of ``mask`` (bool ZYX) over ``image`` (float ZYX in [0, 1]).
+    The tree is the piece at ``root`` (ZYX voxels: the soma marker, the piece with the voxel nearest to it) when
+    one is given, else the largest piece (:func:`tree_piece`)."""
     import cc3d
 
     from neurorefiner.topology.components import label_components
@@ -157,7 +163,7 @@ def find_candidates(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float
     labels, n = label_components(mask)
     sizes = np.bincount(labels.ravel(), minlength=n + 1)
     sizes[0] = 0
-    main = int(np.argmax(sizes)) if n else 0
+    main = tree_piece(labels, sizes, sp, root)
     levels = intensity_levels(image, mask)
     out: list[Candidate] = []
     if n == 0:
@@ -219,7 +225,7 @@ class PieceContext:
         return order[: self.s.max_pieces]
 
     def dist_to_main(self, points: np.ndarray) -> np.ndarray:
-        """Physical distance from each point (voxels) to the largest piece."""
+        """Physical distance from each point (voxels) to the tree (the piece at the root, else the largest)."""
         d, _ = self.tree(self.main).query(np.asarray(points, float).reshape(-1, 3) * self.sp)
         return d
 
@@ -227,22 +233,26 @@ class PieceContext:
 def _joins(cx: PieceContext) -> list[Candidate]:
     s, sp = cx.s, cx.sp
     pieces = cx.ranked_pieces(s.join_min_size)
-    if len(pieces) < 2:
+    if len([c for c in pieces if c != cx.main]) < (1 if s.joins_to_tree else 2):
         return []
     b = np.asarray(cx.boxes, dtype=float)
     lo_all, hi_all = b[:, [0, 2, 4]] * sp, (b[:, [1, 3, 5]]) * sp
     arr = np.asarray(pieces)
     out: list[Candidate] = []
-    for i, ci in enumerate(pieces):
-        if s.joins_to_tree and ci != cx.main:
-            break  # pieces are ranked by size: the tree comes first
-        others = arr[i + 1:]
+    # to the tree only: every other piece joins the tree (the tree is the side attached to, whatever its size:
+    # the root's piece can be smaller than a fibre beside it); else every pair, the smaller joined to the larger
+    sources = ([(cx.main, arr[arr != cx.main])] if s.joins_to_tree
+               else [(ci, arr[i + 1:]) for i, ci in enumerate(pieces)])
+    for ci, others in sources:
         if not len(others):
-            break
+            continue
         sep = np.maximum(0.0, np.maximum(lo_all[ci] - hi_all[others], lo_all[others] - hi_all[ci]))
         near = others[np.linalg.norm(sep, axis=1) <= s.reach_um]
         for cj in near.tolist():
-            small, big = (cj, ci) if cx.sizes[cj] <= cx.sizes[ci] else (ci, cj)
+            if s.joins_to_tree:
+                small, big = cj, ci
+            else:
+                small, big = (cj, ci) if cx.sizes[cj] <= cx.sizes[ci] else (ci, cj)
             cand = join_between(cx, small, big)
             if cand is not None:
                 out.append(cand)

@@ -414,9 +414,11 @@ def _work_round(t: int, image: np.ndarray, current: np.ndarray, blocks: list[Blo
 
 def run_loop(image: np.ndarray, mask: np.ndarray, agents: Agents, editor: Editor, settings: LoopSettings,
              spacing: tuple[float, float, float] = (1.0, 1.0, 1.0), emit: Emit | None = None,
-             prior: PriorRun | None = None, progress: bool = False) -> LoopResult:
-    """Refine ``mask`` (ZYX bool) against ``image`` (ZYX float32 in [0, 1]); see the module docstring. What the
-    Table 3 rows switch off is :class:`~neurorefiner.agents.ablation.Ablation`'s business, not this function's."""
+             prior: PriorRun | None = None, progress: bool = False,
+             root: tuple[float, float, float] | None = None) -> LoopResult:
+    """Refine ``mask`` (ZYX bool) against ``image`` (ZYX float32 in [0, 1]); see the module docstring. ``root``
+    (ZYX voxels, the soma) tells the Inspector which piece is the tree to grow. What the Table 3 rows switch off
+    is :class:`~neurorefiner.agents.ablation.Ablation`'s business, not this function's."""
     emit = emit or (lambda rec: None)
     prior = prior or PriorRun([])
     s = settings
@@ -429,7 +431,7 @@ def run_loop(image: np.ndarray, mask: np.ndarray, agents: Agents, editor: Editor
     rounds: list[dict] = []
     converged = False
     for t in range(s.t_max):
-        view = GlobalView(t, image, current, blocks, spacing, s.inspector_inputs)
+        view = GlobalView(t, image, current, blocks, spacing, s.inspector_inputs, root)
         inspection = _inspect(t, view, agents.inspector, ablation, s.editor_size, prior, emit, tally)
         chosen, waiting = _select(inspection, set() if s.retry_failed else tally.given_up,
                                   s.max_defects_per_round if ablation.capped else None)

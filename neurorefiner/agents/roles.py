@@ -262,6 +262,7 @@ class GlobalView:
     blocks: Sequence[Block]
     spacing: tuple[float, float, float] = (1.0, 1.0, 1.0)
     inputs: tuple[str, ...] = ("global_mip", "block_mips", "betti0")
+    root: tuple[float, float, float] | None = None   # ZYX voxels of the soma when known: the tree to grow
 
 
 @runtime_checkable

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from neurorefiner.topology.tree_root import tree_piece
+
 _SIX = np.array([[0, 0, 0], [1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]])
 
 
@@ -52,10 +54,11 @@ def brightest_path(image: np.ndarray, a: Sequence[int], b: Sequence[int], spacin
 
 def classical_refine(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float] = (1.0, 1.0, 1.0),
                      min_size: int = 100, max_gap: float = 10.0, margin: int = 4, power: float = 2.0,
-                     floor: float = 0.05, passes: int = 3) -> np.ndarray:
+                     floor: float = 0.05, passes: int = 3, root: Sequence[float] | None = None) -> np.ndarray:
     """``mask`` (bool ZYX) with components under ``min_size`` dropped and the others bridged to the main one
-    along the brightest path where the gap is <= ``max_gap`` (voxels of the finest axis). ``image``: the stack
-    normalised to [0, 1]. Returns a new array."""
+    (the piece at ``root``, ZYX voxels, when the soma is known, else the largest) along the brightest path where
+    the gap is <= ``max_gap`` (voxels of the finest axis). ``image``: the stack normalised to [0, 1]. Returns a
+    new array."""
     import cc3d
     from scipy import ndimage as ndi
 
@@ -68,6 +71,7 @@ def classical_refine(image: np.ndarray, mask: np.ndarray, spacing: Sequence[floa
     sp = np.asarray(spacing, dtype=np.float64)
     if sp.shape != (3,) or np.any(sp <= 0):
         raise ValueError(f"spacing must be three positive numbers (z, y, x), got {spacing}")
+    physical = tuple(float(v) for v in sp)
     sp = sp / sp.min()
     out = cc3d.dust(mask, threshold=int(min_size), connectivity=26, in_place=False) if min_size else mask.copy()
     if not out.any() or max_gap == 0:
@@ -77,7 +81,7 @@ def classical_refine(image: np.ndarray, mask: np.ndarray, spacing: Sequence[floa
         return out
     sizes = np.bincount(labels.ravel(), minlength=n + 1)
     sizes[0] = 0
-    main = int(sizes.argmax())
+    main = tree_piece(labels, sizes, physical, root)
     tree = labels == main
     objects = ndi.find_objects(labels)
     reach = np.ceil(max_gap / sp).astype(int) + 1

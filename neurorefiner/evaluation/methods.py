@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from neurorefiner.errors import InputError
 from neurorefiner.paths import conf_dir
+from neurorefiner.tracing.seeding import gold_root_zyx
 
 
 class Initial:
@@ -46,19 +47,37 @@ class GoldMask:
         return np.asarray(case.label(image.shape), dtype=bool)
 
 
+TREE_ROOTS = ("gold", "largest")
+
+
+def check_tree_root(tree_root: str) -> str:
+    """``tree_root`` if it is one of :data:`TREE_ROOTS`, else an :class:`InputError` naming them."""
+    if tree_root not in TREE_ROOTS:
+        raise InputError(f"tree_root must be one of {', '.join(TREE_ROOTS)}, got {tree_root!r}")
+    return tree_root
+
+
+def case_root(case: Any, tree_root: str) -> tuple[float, float, float] | None:
+    """The soma a refiner is told (ZYX voxels): the case's gold root for ``tree_root=gold`` (the root the
+    root-seeded protocol gives APP2), None for ``largest`` (the largest piece is taken for the neuron)."""
+    return gold_root_zyx(case.gold()) if check_tree_root(tree_root) == "gold" else None
+
+
 class Classical:
-    """:func:`neurorefiner.baselines.classical.classical_refine` with fixed parameters."""
+    """:func:`neurorefiner.baselines.classical.classical_refine` with fixed parameters; ``tree_root`` as for
+    :class:`NeuroRefiner` (the piece fragments are bridged to)."""
 
     needs_initial = True
     cache_version = "1"  # bump when a change of this code changes its masks: cached rows are then remade
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, tree_root: str = "largest", **params: Any) -> None:
+        self.tree_root = check_tree_root(tree_root)
         self.params = params
 
     def __call__(self, image: np.ndarray, mask: np.ndarray, case: Any, spacing: Any = (1.0, 1.0, 1.0)) -> np.ndarray:
         from neurorefiner.baselines.classical import classical_refine
 
-        return classical_refine(image, mask, spacing, **self.params)
+        return classical_refine(image, mask, spacing, **self.params, root=case_root(case, self.tree_root))
 
 
 class NeuroRefiner:
@@ -72,7 +91,9 @@ class NeuroRefiner:
     ``{model: ...}``); ``editor``: the editor node (``conf/editor/``; built once, on the first edit, and kept
     for every volume), ``editor_overrides`` merged onto it (a registry entry that changes one decoding
     setting, e.g. ``{decoding: {max_radius: 3.0}}``). With ``trace_dir`` set each volume's decisions go to
-    ``<trace_dir>/<case>.jsonl`` (written afresh each call).
+    ``<trace_dir>/<case>.jsonl`` (written afresh each call). ``tree_root``: ``gold`` tells the agents the
+    case's root (the soma, which the root-seeded protocol gives APP2 too), so the Inspector grows the piece
+    there; ``largest``, the largest piece (what a run without a soma marker does).
 
     The run is built once, on the first volume, and kept: its roles (a learned judge read from file) and its
     editor serve every volume, each at its own spacing (:meth:`~neurorefiner.refine.run.RefineRun.with_spacing`).
@@ -82,8 +103,11 @@ class NeuroRefiner:
     cache_version = "1"  # bump when a change of this code changes its masks: cached rows are then remade
 
     def __init__(self, agent: Any, loop: Any = None, editor: Any = None, t_max: int = 5,
-                 agent_overrides: Any = None, trace_dir: str | None = None, editor_overrides: Any = None) -> None:
+                 agent_overrides: Any = None, trace_dir: str | None = None, editor_overrides: Any = None,
+                 tree_root: str = "largest") -> None:
         from neurorefiner.refine.run import loop_settings
+
+        self.tree_root = check_tree_root(tree_root)
 
         self.agent_cfg = OmegaConf.to_container(OmegaConf.merge(_plain(agent), _plain(agent_overrides or {})),
                                                 resolve=True)
@@ -126,7 +150,8 @@ class NeuroRefiner:
             path = Path(self.trace_dir) / f"{getattr(case, 'name', 'volume')}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.unlink(missing_ok=True)
-        result = loop.run(image, m, path, {"case": getattr(case, "name", None)})
+        root = case_root(case, self.tree_root)
+        result = loop.run(image, m, path, {"case": getattr(case, "name", None)}, root=root)
         c = result.counts
         self.last_info = {"edits_accepted": c["accepted"], "edits_rejected": c["rejected"],
                           "edits_escalated": c["escalated"], "rounds": len(result.rounds),

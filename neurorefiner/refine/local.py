@@ -67,6 +67,19 @@ def claim_folder(out: Path, header: dict, resume: bool, overwrite: bool) -> Prio
     return prior
 
 
+def soma_root(cfg: Any) -> tuple[float, float, float] | None:
+    """The soma (ZYX voxels) from ``tracing.marker`` (x, y, z, APP2's order), or None: the marker that starts
+    APP2's trace also tells the Inspector which piece is the neuron to grow."""
+    marker = (cfg.get("tracing") or {}).get("marker")
+    if marker is None:
+        return None
+    values = [float(v) for v in marker]
+    if len(values) != 3:
+        raise InputError(f"tracing.marker must be x,y,z (three numbers), got {list(marker)}")
+    x, y, z = values
+    return z, y, x
+
+
 def refine_volume(image: Volume, mask: Volume, cfg: Any) -> dict:
     """Refine, write the outputs, return a summary (also printed). The run (:meth:`RefineRun.from_config`)
     settles the voxel size from ``cfg.spacing`` and the two files' calibration, so an uncalibrated stack without
@@ -77,11 +90,12 @@ def refine_volume(image: Volume, mask: Volume, cfg: Any) -> dict:
     m = np.asarray(mask.load(), dtype=bool)
     with OutputLock(out, {"image": image.source, "mask": mask.source}):
         img = image.normalized()
-        header = loop.header(img, m)
+        root = soma_root(cfg)
+        header = loop.header(img, m, **({} if root is None else {"root_zyx": list(root)}))
         prior = claim_folder(out, header, bool(cfg.get("resume", True)), bool(cfg.get("overwrite", False)))
         t0 = time.perf_counter()
         result = loop.run(img, m, out / TRACE, {"image": image.source, "mask": mask.source}, prior, header,
-                          progress=bool(cfg.get("progress", True)))
+                          progress=bool(cfg.get("progress", True)), root=root)
         total = time.perf_counter() - t0
         escalated = [{"block": b, **st} for b, items in sorted(result.escalated.items()) for st in items]
         note = {} if m.any() else {"note": EMPTY_NOTE}

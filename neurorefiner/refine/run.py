@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from neurorefiner.io.volume import DEFAULT_SPACING, check_spacing
 
 #: what must match between a trace's run header and a new run for the new run to reuse the trace; the voxel
 #: size is among them (the Inspector's reach, the editor's context and APP2 work in um), where it came from is not
-RUN_KEYS = ("version", "image_hash", "mask_hash", "spacing", "settings", "agent", "editor")
+RUN_KEYS = ("version", "image_hash", "mask_hash", "spacing", "settings", "agent", "editor", "root_zyx")
 
 
 def plain(node: Any) -> dict:
@@ -200,21 +200,24 @@ class RefineRun:
 
     def run(self, image: np.ndarray, mask: np.ndarray, trace_path: str | Path | None = None,
             inputs: Mapping[str, Any] | None = None, prior: PriorRun | None = None, header: dict | None = None,
-            progress: bool = False) -> LoopResult:
-        """Refine one volume (``image`` ZYX float32 in [0, 1], ``mask`` ZYX bool) at this run's spacing. With
-        ``trace_path`` every decision is appended there between a run header (plus ``inputs``, where the volume
-        came from, and whether it ``resumed`` from ``prior``) and a ``done`` record."""
+            progress: bool = False, root: Sequence[float] | None = None) -> LoopResult:
+        """Refine one volume (``image`` ZYX float32 in [0, 1], ``mask`` ZYX bool) at this run's spacing, growing
+        the piece at ``root`` (ZYX voxels, the soma) when given. With ``trace_path`` every decision is appended
+        there between a run header (plus ``inputs``, where the volume came from, and whether it ``resumed``
+        from ``prior``) and a ``done`` record."""
         image = np.asarray(image, np.float32)
         mask = np.asarray(mask, bool)
+        tree_root = None if root is None else tuple(float(v) for v in root)
         if trace_path is None:
             return run_loop(image, mask, self.agents, self.editor, self.settings, self.spacing, prior=prior,
-                            progress=progress)
+                            progress=progress, root=tree_root)
         t0 = time.perf_counter()
         with TraceWriter(trace_path, self.secrets) as trace:
-            trace.write({**(header or self.header(image, mask)), "resumed": prior is not None,
+            head = header or self.header(image, mask, **({} if tree_root is None else {"root_zyx": list(tree_root)}))
+            trace.write({**head, "resumed": prior is not None,
                          "inputs": {k: str(v) for k, v in (inputs or {}).items()}})
             result = run_loop(image, mask, self.agents, self.editor, self.settings, self.spacing, emit=trace.write,
-                              prior=prior, progress=progress)
+                              prior=prior, progress=progress, root=tree_root)
             trace.write({"type": "done", "mask_hash": array_hash(result.mask),
                          "seconds": round(time.perf_counter() - t0, 3), "counts": result.counts,
                          "converged": result.converged})
@@ -230,7 +233,8 @@ def _rebuilt(recipe: Recipe, settings: LoopSettings, secrets: list[str], descrip
 
 
 WHAT = {"image_hash": "another image", "mask_hash": "another mask", "version": "an older trace format",
-        "settings": "other loop settings", "agent": "other agents", "editor": "another editor"}
+        "settings": "other loop settings", "agent": "other agents", "editor": "another editor",
+        "root_zyx": "another root (soma) position"}
 
 
 def same_run(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

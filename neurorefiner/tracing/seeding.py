@@ -15,16 +15,25 @@ import numpy as np
 from neurorefiner.io.swc import Tree
 
 
+def gold_root_zyx(gold: Tree) -> tuple[float, float, float] | None:
+    """The first root of ``gold`` (ZYX voxels), None for an empty tree: the soma the protocol gives."""
+    if len(gold) == 0:
+        return None
+    roots = gold.roots()
+    root = int(roots[0]) if len(roots) else 0
+    z, y, x = (float(v) for v in gold.zyx[root])
+    return z, y, x
+
+
 def marker_nearest_root(mask: np.ndarray, gold: Tree, spacing: Sequence[float] = (1.0, 1.0, 1.0)) -> \
         tuple[float, float, float] | None:
     """APP2 ``marker`` (x, y, z voxels) at the foreground voxel of ``mask`` nearest (in um) to the first root
     of ``gold``; None when the mask is empty or the tree has no node."""
     mask = np.asarray(mask) > 0
-    if not mask.any() or len(gold) == 0:
+    root = gold_root_zyx(gold)
+    if not mask.any() or root is None:
         return None
-    roots = gold.roots()
-    root = int(roots[0]) if len(roots) else 0
-    z, y, x = (float(v) for v in gold.zyx[root])
+    z, y, x = root
     fg = np.argwhere(mask).astype(np.float64)
     scale = np.asarray(spacing, np.float64)
     d2 = (((fg - (z, y, x)) * scale) ** 2).sum(axis=1)

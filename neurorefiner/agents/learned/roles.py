@@ -143,9 +143,12 @@ class LearnedInspector:
             return False
         return True
 
-    def chosen(self, image: np.ndarray, mask: np.ndarray, spacing: Sequence[float]) -> list[tuple[Candidate, float]]:
+    def chosen(self, image: np.ndarray, mask: np.ndarray, spacing: Sequence[float],
+               root: Sequence[float] | None = None) -> list[tuple[Candidate, float]]:
+        """The candidates the judge and the gates pass; joins grow the piece at ``root`` (ZYX voxels) when
+        given, else the largest piece."""
         kinds = ("join", "remove", "prune") if self.prune else ("join", "remove")
-        found = find_candidates(image, mask, spacing, self.settings, kinds)
+        found = find_candidates(image, mask, spacing, self.settings, kinds, root)
         cands = found.candidates
         view = (CropView(image, mask, tuple(float(v) for v in spacing), found.levels)  # type: ignore[arg-type]
                 if self.judge.uses_crops else None)
@@ -161,7 +164,8 @@ class LearnedInspector:
     def inspect(self, view: GlobalView) -> Inspection:
         t0 = time.perf_counter()
         grouped: dict[int, list[Defect]] = {}
-        chosen = self.chosen(np.asarray(view.image, np.float32), np.asarray(view.mask, bool), view.spacing)
+        chosen = self.chosen(np.asarray(view.image, np.float32), np.asarray(view.mask, bool), view.spacing,
+                             view.root)
         for c, p in chosen:
             where = np.asarray(c.anchors, float).mean(axis=0) if c.kind != "prune" else np.asarray(c.anchors[0], float)
             z, y, x = (int(round(v)) for v in where)

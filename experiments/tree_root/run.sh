@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Which piece the agents grow: the piece at the root (tree_root=gold: the soma the root-seeded protocol gives APP2)
+# against the largest piece (tree_root=largest), on development splits only (SYNTHETIC zbfwb and bigneuron val,
+# DIADEM dev OP_1-OP_6), and zbfwb val with the DIADEM gap-signal gate put back (0.25; its refiner config sets it
+# off). Each run's rows are tabulated per stack into experiments/tree_root/<run>.md.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export OMP_NUM_THREADS=1
+out=outputs/dev/tree_root
+common=("methods=[initial,neurorefiner]" "protocols=[root_seeded]" table=null figures=false save_masks=false)
+for tr in gold largest; do
+  python evaluate.py experiment=table_2_synthetic_zbfwb split=val "${common[@]}" agent.inspector.join_signal_min=0.25 \
+    method_registry.neurorefiner.tree_root=$tr out_dir=$out/zbfwb_val_gate_$tr
+  python evaluate.py experiment=table_2_synthetic_bigneuron split=val "${common[@]}" \
+    method_registry.neurorefiner.tree_root=$tr out_dir=$out/bigneuron_val_$tr
+  python evaluate.py dataset=diadem split=dev "methods=[initial,classical,neurorefiner]" "protocols=[root_seeded]" \
+    table=null figures=false save_masks=false method_registry.classical.tree_root=$tr \
+    method_registry.neurorefiner.tree_root=$tr out_dir=$out/diadem_dev_$tr
+done
+python evaluate.py experiment=table_2_synthetic_zbfwb split=val "${common[@]}" \
+  method_registry.neurorefiner.tree_root=gold out_dir=$out/zbfwb_val_gold
+for run in zbfwb_val_gate_gold zbfwb_val_gate_largest zbfwb_val_gold bigneuron_val_gold bigneuron_val_largest \
+           diadem_dev_gold diadem_dev_largest; do
+  split=val; methods=(--method initial --method neurorefiner)
+  case $run in diadem*) split=dev; methods=(--method initial --method classical --method neurorefiner);; esac
+  neurorefiner study rows-table "$out/$run" --split $split "${methods[@]}" --title "tree_root: $run" \
+    --command "experiments/tree_root/run.sh" --target "experiments/tree_root/$run.md"
+done
