@@ -4,7 +4,7 @@
 # editor against the shipped one on its preset's own defects (volumes rendered afresh, never a test volume).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-for preset in synthetic_bigneuron; do
+for preset in synthetic_bigneuron synthetic_cwmbs_noise; do
   # the steps this CPU afforded (the defaults are 1,500 editor and 800 baseline steps; README.md here)
   neurorefiner adapt --dataset "$preset" --out "checkpoints/refiners/$preset" --baselines segfix,transfiner,segrefiner \
     --editor-steps 800 --baseline-steps 400
