@@ -101,7 +101,10 @@ def main(out_dir: Path | None = None, case_name: str = CASE, crop: tuple[slice, 
     mask_path = write_volume(out / f"{case.name}_crop_unet3d_mask.tif", mask, spacing=spacing)
     print(f"[demo] shipped 3D U-Net mask: {int(mask.sum())} voxels in {time.perf_counter() - t1:.1f} s -> {mask_path}")
 
-    cfg = refine_cfg(image_path, mask_path, out, spacing)
+    # the soma, as a lab marks it: APP2 starts there and the Inspector grows the piece there (tracing.marker)
+    soma = marker_nearest_root(mask, gold, spacing)
+    cfg = refine_cfg(image_path, mask_path, out, spacing,
+                     extra=[] if soma is None else ["tracing.marker=[" + ",".join(f"{v:g}" for v in soma) + "]"])
     summary = refine_volume(read_volume(image_path), read_mask(mask_path), cfg)
     refined = np.asarray(read_mask(out / "refined_mask.tif").load(), dtype=bool)
 
@@ -120,7 +123,7 @@ def main(out_dir: Path | None = None, case_name: str = CASE, crop: tuple[slice, 
           f"{summary.get('escalated', 0)} escalated, {summary.get('rounds', 0)} round(s)")
     print(f"[demo] refined mask: {out / 'refined_mask.tif'}")
     print(f"[demo] SWC (root-seeded APP2 of the refined mask): {swc}")
-    print(f"[demo] SWC (APP2 from its own root, as refine.py writes it): {out / 'refined_mask.swc'}")
+    print(f"[demo] SWC (as refine.py writes it, from the soma marker): {out / 'refined_mask.swc'}")
     print(f"[demo] decisions: {out / 'trace.jsonl'}")
     print(f"[demo] report: {out / 'report.html'}")
     print(f"[demo] done in {time.perf_counter() - t0:.1f} s")
