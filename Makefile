@@ -8,7 +8,7 @@ export WANDB_MODE ?= offline
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help install install-viewer demo test test-fast test-vllm serve-vlm bench tables-synthetic docs-tables lint format clean
+.PHONY: help install install-viewer demo test test-fast test-vllm serve-vlm bench tables-synthetic ablations-synthetic docs-tables lint format clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ bench: install ## run the benchmarks (figures and ratios against references meas
 
 tables-synthetic: install ## the SYNTHETIC Tables 1-2 (all four stand-ins, every row on the U-Net's and the nnU-Net-style masks; TABLE_ARGS="limit=3" for a quick look)
 	WANDB_MODE=offline $(BIN)/python evaluate.py -m experiment=table_1_synthetic_cwmbs_weak,table_1_synthetic_cwmbs_noise,table_2_synthetic_bigneuron,table_2_synthetic_zbfwb segmenter=unet3d,nnunet_style $(TABLE_ARGS)
+
+ablations-synthetic: install ## Figure 5 and Table 3 on the SYNTHETIC stand-ins, each with its preset's refiner (conf/refiner/)
+	WANDB_MODE=offline $(BIN)/python evaluate.py -m experiment=figure_5_iterations_synthetic_zbfwb,table_3_agents_synthetic_zbfwb,figure_5_iterations_synthetic_cwmbs_noise,table_3_agents_synthetic_cwmbs_noise,figure_5_iterations_synthetic_bigneuron,table_3_agents_synthetic_bigneuron $(TABLE_ARGS)
 
 docs-tables: install ## rewrite the figure tables of README.md and docs/results.md from the experiments/ CSVs (DOCS_ARGS=--check: only compare)
 	$(BIN)/neurorefiner study doc-tables $(DOCS_ARGS)
