@@ -45,8 +45,9 @@ def protocol_scorer() -> Callable[[np.ndarray, Any, Any], dict[str, float]]:
     return score
 
 
-def classical_mask(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float]) -> np.ndarray:
-    """The classical refiner with the parameters the tables use (conf/method/classical.yaml)."""
+def classical_mask(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float], gold: Any = None) -> np.ndarray:
+    """The classical refiner with the parameters the tables use (conf/method/classical.yaml), bridging to the
+    piece at ``gold``'s root when that file's ``tree_root`` is ``gold`` (as the tables' classical row does)."""
     from omegaconf import OmegaConf
 
     from neurorefiner.baselines.classical import classical_refine
@@ -54,7 +55,20 @@ def classical_mask(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float]
 
     params = {k: v for k, v in OmegaConf.to_container(OmegaConf.load(conf_dir() / "method" / "classical.yaml")).items()
               if not k.startswith("_")}
-    return classical_refine(image, mask, spacing, **params)
+    params.pop("tree_root", None)
+    return classical_refine(image, mask, spacing, **params, root=committed_root("classical", gold))
+
+
+def committed_root(method: str, gold: Any) -> tuple[float, float, float] | None:
+    """The soma the tables' ``method`` row is told (conf/method/<method>.yaml ``tree_root``): ``gold``'s root
+    for ``gold``, None for ``largest`` or without a gold tree."""
+    from omegaconf import OmegaConf
+
+    from neurorefiner.paths import conf_dir
+    from neurorefiner.tracing.seeding import gold_root_zyx
+
+    node = OmegaConf.load(conf_dir() / "method" / f"{method}.yaml")
+    return gold_root_zyx(gold) if node.get("tree_root", "largest") == "gold" and gold is not None else None
 
 
 def ceiling_masks(gc: Any, cands: Sequence[Any], labels: Sequence[int | None], judge: Any = None
@@ -70,7 +84,7 @@ def ceiling_masks(gc: Any, cands: Sequence[Any], labels: Sequence[int | None], j
     index = GoldIndex(gc.gold, gc.spacing, gc.mask.shape)
     masks = {
         "initial": gc.mask,
-        "classical": classical_mask(gc.image, gc.mask, gc.spacing),
+        "classical": classical_mask(gc.image, gc.mask, gc.spacing, gc.gold),
         "ceiling_a": apply_candidates(gc.mask, [c for c in true if c.kind in ("join", "remove")]),
         "ceiling_b": apply_candidates(gc.mask, true),
         "scope": _cut_to(gc.mask, index.scope_slices()),
@@ -105,7 +119,8 @@ def loop_mask(gc: Any, judge: Any, t_max: int = 5) -> tuple[np.ndarray, dict]:
     run = RefineRun.build(OmegaConf.load(conf_dir() / "agent" / "learned.yaml"), None,
                           OmegaConf.load(conf_dir() / "editor" / "toporefinenet.yaml"), t_max,
                           role_kwargs={"inspector": {"judge": judge}})
-    result = run.with_spacing(gc.spacing, "the dataset's voxel size").run(gc.image, gc.mask)
+    result = run.with_spacing(gc.spacing, "the dataset's voxel size").run(gc.image, gc.mask,
+                                                                          root=committed_root("neurorefiner", gc.gold))
     return result.mask, result.counts
 
 

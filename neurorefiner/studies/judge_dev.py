@@ -55,7 +55,7 @@ def judge_dev(root: Path, out: Path, stacks: Sequence[str], models: dict[str, st
     for gc in tqdm(cases, desc="judge on dev", disable=not progress):
         cs = find_candidates(gc.image, gc.mask, gc.spacing)
         view = CropView(gc.image, gc.mask, gc.spacing, cs.levels)
-        masks = {"initial": gc.mask, "classical": classical_mask(gc.image, gc.mask, gc.spacing)}
+        masks = {"initial": gc.mask, "classical": classical_mask(gc.image, gc.mask, gc.spacing, gc.gold)}
         for name, judge in (("shipped judge.json (saw the stack)", shipped),
                             ("new judge, held out", held_out_judge(root, gc.case, models))):
             p, passed = judge.decide(cs.candidates, view if judge.uses_crops else None)
