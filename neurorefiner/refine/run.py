@@ -179,7 +179,7 @@ class RefineRun:
         where the voxel size came from. ``image`` and ``mask`` are the arrays refined (recorded by their
         hashes) or, for a volume too large to hash at once (the Dask run), a description of each (path, shape,
         statistics; recorded as given); ``extra`` adds what else the run must match (the Dask run's engine and
-        tile plan, a tile)."""
+        tile plan, a tile, ``root_zyx``: the soma the Inspector grows from, None when the largest piece is)."""
         if isinstance(image, Mapping) or isinstance(mask, Mapping):
             inputs: dict = {"image": dict(image), "mask": dict(mask)}  # type: ignore[arg-type]
         else:
@@ -187,7 +187,8 @@ class RefineRun:
                       "mask_hash": array_hash(np.asarray(mask, bool))}
         return {"type": "run", "version": TRACE_VERSION, **inputs, "spacing": list(self.spacing),
                 "spacing_from": self.spacing_from, "settings": self.settings.as_dict(),
-                "agent": self.description.get("agent"), "editor": self.description.get("editor"), **extra}
+                "agent": self.description.get("agent"), "editor": self.description.get("editor"), "root_zyx": None,
+                **extra}
 
     def __reduce__(self) -> tuple:
         """Pickled as its recipe, settings and voxel size (the roles and editor are rebuilt on unpickling):
