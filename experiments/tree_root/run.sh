@@ -19,10 +19,27 @@ for tr in gold largest; do
 done
 python evaluate.py experiment=table_2_synthetic_zbfwb split=val "${common[@]}" \
   method_registry.neurorefiner.tree_root=gold out_dir=$out/zbfwb_val_gold
-for run in zbfwb_val_gate_gold zbfwb_val_gate_largest zbfwb_val_gold bigneuron_val_gold bigneuron_val_largest \
-           diadem_dev_gold diadem_dev_largest; do
+python evaluate.py experiment=table_2_synthetic_zbfwb split=val "methods=[initial,classical]" "protocols=[root_seeded]" \
+  table=null figures=false save_masks=false out_dir=$out/zbfwb_val_gold_classical
+# cwmbs_noise val with its adapted refiner: the root's piece against the largest, and the shipped editor in place
+# of the adapted one (editor.checkpoint=null)
+for tr in gold largest; do
+  python evaluate.py experiment=table_1_synthetic_cwmbs_noise split=val "methods=[initial,classical,neurorefiner]" \
+    "protocols=[root_seeded]" table=null figures=false save_masks=false method_registry.classical.tree_root=$tr \
+    method_registry.neurorefiner.tree_root=$tr out_dir=$out/cwmbs_noise_val_$tr
+done
+python evaluate.py experiment=table_1_synthetic_cwmbs_noise split=val "methods=[initial,classical,neurorefiner]" \
+  "protocols=[root_seeded]" table=null figures=false save_masks=false editor.checkpoint=null \
+  out_dir=$out/cwmbs_noise_val_gold_shipped_editor
+for run in zbfwb_val_gate_gold zbfwb_val_gate_largest zbfwb_val_gold zbfwb_val_gold_classical bigneuron_val_gold \
+           bigneuron_val_largest diadem_dev_gold diadem_dev_largest cwmbs_noise_val_gold cwmbs_noise_val_largest \
+           cwmbs_noise_val_gold_shipped_editor; do
   split=val; methods=(--method initial --method neurorefiner)
-  case $run in diadem*) split=dev; methods=(--method initial --method classical --method neurorefiner);; esac
+  case $run in
+    diadem*) split=dev; methods=(--method initial --method classical --method neurorefiner);;
+    cwmbs*) methods=(--method initial --method classical --method neurorefiner);;
+    *classical) methods=(--method initial --method classical);;
+  esac
   neurorefiner study rows-table "$out/$run" --split $split "${methods[@]}" --title "tree_root: $run" \
     --command "experiments/tree_root/run.sh" --target "experiments/tree_root/$run.md"
 done
