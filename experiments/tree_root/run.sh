@@ -31,6 +31,14 @@ done
 python evaluate.py experiment=table_1_synthetic_cwmbs_noise split=val "methods=[initial,classical,neurorefiner]" \
   "protocols=[root_seeded]" table=null figures=false save_masks=false editor.checkpoint=null \
   out_dir=$out/cwmbs_noise_val_gold_shipped_editor
+# DIADEM test (held out, run once, never tuned on) at the new default, both segmenters, into the shared rows of the
+# DIADEM tables (the table file itself is not rewritten: its learned baselines' rows are not in this checkout's cache)
+python evaluate.py experiment=table_diadem table=null
+python evaluate.py experiment=table_diadem segmenter=nnunet_style table=null
+neurorefiner study rows-table outputs/tables/diadem --split test --method initial --method classical \
+  --method neurorefiner --title "tree_root: DIADEM test (held out) with the root's piece, both segmenters" \
+  --command "python evaluate.py experiment=table_diadem (and segmenter=nnunet_style)" \
+  --target experiments/tree_root/diadem_test_gold.md
 for run in zbfwb_val_gate_gold zbfwb_val_gate_largest zbfwb_val_gold zbfwb_val_gold_classical bigneuron_val_gold \
            bigneuron_val_largest diadem_dev_gold diadem_dev_largest cwmbs_noise_val_gold cwmbs_noise_val_largest \
            cwmbs_noise_val_gold_shipped_editor; do
