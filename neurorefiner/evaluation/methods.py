@@ -108,7 +108,6 @@ class NeuroRefiner:
         from neurorefiner.refine.run import loop_settings
 
         self.tree_root = check_tree_root(tree_root)
-
         self.agent_cfg = OmegaConf.to_container(OmegaConf.merge(_plain(agent), _plain(agent_overrides or {})),
                                                 resolve=True)
         self.loop_cfg = _plain(loop or {})

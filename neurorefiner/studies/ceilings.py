@@ -48,27 +48,30 @@ def protocol_scorer() -> Callable[[np.ndarray, Any, Any], dict[str, float]]:
 def classical_mask(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float], gold: Any = None) -> np.ndarray:
     """The classical refiner with the parameters the tables use (conf/method/classical.yaml), bridging to the
     piece at ``gold``'s root when that file's ``tree_root`` is ``gold`` (as the tables' classical row does)."""
-    from omegaconf import OmegaConf
-
     from neurorefiner.baselines.classical import classical_refine
-    from neurorefiner.paths import conf_dir
 
-    params = {k: v for k, v in OmegaConf.to_container(OmegaConf.load(conf_dir() / "method" / "classical.yaml")).items()
-              if not k.startswith("_")}
-    params.pop("tree_root", None)
-    return classical_refine(image, mask, spacing, **params, root=committed_root("classical", gold))
+    params = method_params("classical")
+    root = committed_root(params.pop("tree_root", "largest"), gold)
+    return classical_refine(image, mask, spacing, **params, root=root)
 
 
-def committed_root(method: str, gold: Any) -> tuple[float, float, float] | None:
-    """The soma the tables' ``method`` row is told (conf/method/<method>.yaml ``tree_root``): ``gold``'s root
-    for ``gold``, None for ``largest`` or without a gold tree."""
+def method_params(method: str) -> dict:
+    """conf/method/<method>.yaml as written (unresolved), without its ``_target_``-style keys."""
     from omegaconf import OmegaConf
 
     from neurorefiner.paths import conf_dir
+
+    node = OmegaConf.to_container(OmegaConf.load(conf_dir() / "method" / f"{method}.yaml"))
+    return {k: v for k, v in node.items() if not k.startswith("_")}  # type: ignore[union-attr]
+
+
+def committed_root(tree_root: str, gold: Any) -> tuple[float, float, float] | None:
+    """The soma a table row with this ``tree_root`` is told: as the evaluation's methods do it
+    (:func:`neurorefiner.evaluation.methods.case_root`), from ``gold`` (None without a gold tree)."""
+    from neurorefiner.evaluation.methods import check_tree_root
     from neurorefiner.tracing.seeding import gold_root_zyx
 
-    node = OmegaConf.load(conf_dir() / "method" / f"{method}.yaml")
-    return gold_root_zyx(gold) if node.get("tree_root", "largest") == "gold" and gold is not None else None
+    return gold_root_zyx(gold) if check_tree_root(tree_root) == "gold" and gold is not None else None
 
 
 def ceiling_masks(gc: Any, cands: Sequence[Any], labels: Sequence[int | None], judge: Any = None
@@ -119,8 +122,8 @@ def loop_mask(gc: Any, judge: Any, t_max: int = 5) -> tuple[np.ndarray, dict]:
     run = RefineRun.build(OmegaConf.load(conf_dir() / "agent" / "learned.yaml"), None,
                           OmegaConf.load(conf_dir() / "editor" / "toporefinenet.yaml"), t_max,
                           role_kwargs={"inspector": {"judge": judge}})
-    result = run.with_spacing(gc.spacing, "the dataset's voxel size").run(gc.image, gc.mask,
-                                                                          root=committed_root("neurorefiner", gc.gold))
+    root = committed_root(method_params("neurorefiner").get("tree_root", "largest"), gc.gold)
+    result = run.with_spacing(gc.spacing, "the dataset's voxel size").run(gc.image, gc.mask, root=root)
     return result.mask, result.counts
 
 
