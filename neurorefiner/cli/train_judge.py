@@ -43,6 +43,10 @@ def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registr
                                                         help="a join is labelled right only if this share of the "
                                                              "piece it attaches lies on the gold (default: the gap "
                                                              "alone decides)"),
+                tree_root: str = typer.Option("largest", "--tree-root",
+                                              help="the piece the candidates grow: largest, or gold (the piece at "
+                                                   "the gold's root, as in runs told the soma: evaluate.py "
+                                                   "tree_root=gold, refine.py tracing.marker)"),
                 table: Path | None = typer.Option(None, "--table",
                                                   help="mined candidates (neurorefiner study judge-mine): train one "
                                                        "judge on every dataset there instead (--dataset etc. unused)"),
@@ -62,5 +66,5 @@ def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registr
     from neurorefiner.agents.learned.training import train_judge as run
 
     path, card = run(dataset, split, [s for s in segmenters.split(",") if s], str(out), augment, progress=is_tty(),
-                      min_support=min_support, join_piece=join_piece)
+                      min_support=min_support, join_piece=join_piece, tree_root=tree_root)
     typer.echo(f"judge -> {path}\ncard  -> {card}")

@@ -134,3 +134,24 @@ def test_the_evaluation_methods_take_the_root_from_the_case_when_asked() -> None
     assert not Classical(min_size=0, max_gap=6.0)(image, mask, OneCase())[gap].any()
     with pytest.raises(InputError, match="tree_root"):
         Classical(tree_root="soma")
+
+
+def test_the_judge_learns_on_the_joins_of_the_root_piece_when_told() -> None:
+    """A judge for runs told the soma is trained on the candidates those runs meet: with ``tree_root=gold`` the
+    join at the root's piece is labelled (true: the gold runs through the gap); with the largest piece it is
+    never met."""
+    from neurorefiner.agents.learned.training import GoldCase, labelled_set
+    from neurorefiner.io.swc import Tree
+
+    image, mask = scene()
+    xs = np.arange(2.0, 40.0, 2.0)
+    gold = Tree.from_points(np.stack([np.full_like(xs, 5.0), np.full_like(xs, 9.0), xs], axis=1),
+                            np.arange(-1, len(xs) - 1))
+    gc = GoldCase("c", "s", image, mask, gold, (1.0, 1.0, 1.0))
+    assert gc.root("gold") == (5.0, 9.0, 2.0) and gc.root("largest") is None
+    largest, _ = labelled_set([gc], progress=False, augment=0)
+    at_root, _ = labelled_set([gc], progress=False, augment=0, tree_root="gold")
+    assert len(largest.y["join"]) == 0
+    assert at_root.y["join"].tolist() == [1]
+    with pytest.raises(ValueError, match="tree_root must be one of"):
+        gc.root("soma")

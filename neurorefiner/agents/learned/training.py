@@ -66,15 +66,20 @@ class LabelledSet:
 
 
 def label_case(image: np.ndarray, mask: np.ndarray, gold, spacing: Sequence[float],  # type: ignore[no-untyped-def]
-               candidate_settings: CandidateSettings | None = None, label_settings: LabelSettings | None = None
-               ) -> tuple[list[Candidate], list[int | None]]:
+               candidate_settings: CandidateSettings | None = None, label_settings: LabelSettings | None = None,
+               root: Sequence[float] | None = None) -> tuple[list[Candidate], list[int | None]]:
     """Candidates of ``mask`` and their gold labels; ``gold`` is a tree or an already built :class:`GoldIndex`
-    (one per stack: its dense resampling and KD-tree serve every mask of that stack)."""
-    cands = find_candidates(image, mask, spacing, candidate_settings)
+    (one per stack: its dense resampling and KD-tree serve every mask of that stack). ``root`` (ZYX voxels) makes
+    the piece there the tree, as the loop does when it is told the soma."""
+    cands = find_candidates(image, mask, spacing, candidate_settings, root=root)
     index = gold if isinstance(gold, GoldIndex) else GoldIndex(gold, spacing, mask.shape, label_settings)
     labels = label_all(cands.candidates, index)
     return cands.candidates, attached_piece_labels(cands.candidates, labels, cands.labels, cands.main, index)
 
+
+TREE_ROOTS = ("largest", "gold")
+"""Which piece the judge's candidates grow, as in the loop: the largest, or the one at the gold's root (the
+soma the root-seeded protocol gives; a judge for runs told the soma learns on the joins those runs meet)."""
 
 MODELS = {"join": "logistic", "remove": "logistic", "prune": "logistic"}
 """The model type per kind: the winner leave-one-stack-out on DIADEM dev (``neurorefiner study ceilings``)."""
@@ -167,6 +172,14 @@ class GoldCase:
     def group(self) -> str:
         return self.case
 
+    def root(self, tree_root: str) -> tuple[float, float, float] | None:
+        """The soma the loop is told for ``tree_root`` (see :data:`TREE_ROOTS`): the gold's root or none."""
+        from neurorefiner.tracing.seeding import gold_root_zyx
+
+        if tree_root not in TREE_ROOTS:
+            raise ValueError(f"tree_root must be one of {TREE_ROOTS}, got {tree_root!r}")
+        return gold_root_zyx(self.gold) if tree_root == "gold" else None  # type: ignore[arg-type]
+
 
 def gold_cases(dataset: str, split: str, segmenters: Sequence[str], limit: int | None = None) -> list[GoldCase]:
     """Every case of a registry dataset's split under each segmenter, masks from the initial-mask cache
@@ -189,20 +202,21 @@ def gold_cases(dataset: str, split: str, segmenters: Sequence[str], limit: int |
 
 
 def labelled_set(cases: Sequence[GoldCase], candidate_settings: CandidateSettings | None = None,
-                 label_settings: LabelSettings | None = None, progress: bool = True, augment: int = 2
-                 ) -> tuple[LabelledSet, list[tuple[list[Candidate], list[int | None]]]]:
+                 label_settings: LabelSettings | None = None, progress: bool = True, augment: int = 2,
+                 tree_root: str = "largest") -> tuple[LabelledSet, list[tuple[list[Candidate], list[int | None]]]]:
     """The training set of ``cases`` (with ``augment`` defect-cut copies of each mask) and, per case, the
-    candidates of its own mask with their gold labels."""
+    candidates of its own mask with their gold labels; ``tree_root`` as in :data:`TREE_ROOTS`."""
     from tqdm import tqdm
 
     data, per_case = LabelledSet.empty(), []
     for gc in tqdm(cases, desc="candidates", unit="case", disable=not progress):
         index = GoldIndex(gc.gold, gc.spacing, gc.mask.shape, label_settings)
-        cands, labels = label_case(gc.image, gc.mask, index, gc.spacing, candidate_settings)
+        root = gc.root(tree_root)
+        cands, labels = label_case(gc.image, gc.mask, index, gc.spacing, candidate_settings, root=root)
         data.add(cands, labels, gc.group)
         per_case.append((cands, labels))
         for mask in augmented_masks(gc, augment, index):
-            more, more_labels = label_case(gc.image, mask, index, gc.spacing, candidate_settings)
+            more, more_labels = label_case(gc.image, mask, index, gc.spacing, candidate_settings, root=root)
             data.add(more, more_labels, gc.group)
     return data, per_case
 
@@ -278,9 +292,10 @@ def judge_card(judge: Judge, scores: dict[str, dict[str, float]], command: str) 
 
 
 def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, augment: int = 2,
-                progress: bool = True, min_support: int = 1, join_piece: float | None = None) -> tuple[Path, Path]:
+                progress: bool = True, min_support: int = 1, join_piece: float | None = None,
+                tree_root: str = "largest") -> tuple[Path, Path]:
     """Train the judge on a dataset's dev/train/val split (or several, comma-separated) and write it (``out``,
-    JSON) with its card (``.md``)."""
+    JSON) with its card (``.md``); ``tree_root`` as in :data:`TREE_ROOTS`."""
     from neurorefiner.errors import InputError
     from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.paths import git_commit
@@ -290,13 +305,15 @@ def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, a
         raise InputError(f"never train the judge on a test split (--split {split})")
     if dataset == "diadem" and splits != ["dev"]:
         raise InputError("the judge trains on DIADEM dev only (OP_7-OP_9 are held out)")
+    if tree_root not in TREE_ROOTS:
+        raise InputError(f"--tree-root {tree_root}: expected one of {', '.join(TREE_ROOTS)}")
     # several splits (train,val) where one holds too few stacks for a leave-one-stack-out threshold
     cases = [c for s in splits for c in gold_cases(dataset, s, segmenters)]
     data, _ = labelled_set(cases, label_settings=LabelSettings(join_piece=join_piece), progress=progress,
-                           augment=augment)
+                           augment=augment, tree_root=tree_root)
     scores = held_out_scores(data, held_out_judges(data, min_support=min_support))
     meta = {"dataset": dataset, "split": split, "segmenters": list(segmenters), "augment": augment,
-            "min_support": min_support, "join_piece": join_piece,
+            "min_support": min_support, "join_piece": join_piece, "tree_root": tree_root,
             "cases": sorted({c.case for c in cases}), "models": dict(MODELS), "commit": git_commit(),
             "labelled": {k: len(v) for k, v in data.y.items()}, "held_out": scores}
     judge = fit_judge(data, meta=meta, min_support=min_support)
@@ -308,7 +325,8 @@ def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, a
     path = judge.save(Path(out))
     command = (f"neurorefiner train-judge --dataset {dataset} --split {split} --segmenters {','.join(segmenters)} "
                f"--out {out}" + (f" --min-support {min_support}" if min_support != 1 else "")
-               + (f" --join-piece {join_piece:g}" if join_piece is not None else ""))
+               + (f" --join-piece {join_piece:g}" if join_piece is not None else "")
+               + (f" --tree-root {tree_root}" if tree_root != "largest" else ""))
     card = write_text_atomic(path.with_suffix(".md"), judge_card(judge, scores, command))
     return path, card
 
