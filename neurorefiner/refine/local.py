@@ -26,7 +26,7 @@ from neurorefiner.io import Volume, write_swc, write_volume
 from neurorefiner.io.atomic import write_text_atomic
 from neurorefiner.refine.output_lock import OutputLock, check_output_dir
 from neurorefiner.refine.report import build_report
-from neurorefiner.refine.run import RefineRun, differences
+from neurorefiner.refine.run import RefineRun, differences, soma_root
 from neurorefiner.topology.blocks import grid_blocks
 
 TRACE = "trace.jsonl"
@@ -65,19 +65,6 @@ def claim_folder(out: Path, header: dict, resume: bool, overwrite: bool) -> Prio
         shutil.rmtree(out / REQUESTS_DIR, ignore_errors=True)
     shutil.rmtree(out / STAGING, ignore_errors=True)
     return prior
-
-
-def soma_root(cfg: Any) -> tuple[float, float, float] | None:
-    """The soma (ZYX voxels) from ``tracing.marker`` (x, y, z, APP2's order), or None: the marker that starts
-    APP2's trace also tells the Inspector which piece is the neuron to grow."""
-    marker = (cfg.get("tracing") or {}).get("marker")
-    if marker is None:
-        return None
-    values = [float(v) for v in marker]
-    if len(values) != 3:
-        raise InputError(f"tracing.marker must be x,y,z (three numbers), got {list(marker)}")
-    x, y, z = values
-    return z, y, x
 
 
 def refine_volume(image: Volume, mask: Volume, cfg: Any) -> dict:

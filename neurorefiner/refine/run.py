@@ -258,3 +258,16 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         else:
             out.append(WHAT.get(key, key))
     return out
+
+
+def soma_root(cfg: Any) -> tuple[float, float, float] | None:
+    """The soma (ZYX voxels) from ``tracing.marker`` (x, y, z, APP2's order), or None: the marker that starts
+    APP2's trace also tells the Inspector which piece is the neuron to grow."""
+    marker = (cfg.get("tracing") or {}).get("marker")
+    if marker is None:
+        return None
+    values = [float(v) for v in marker]
+    if len(values) != 3:
+        raise InputError(f"tracing.marker must be x,y,z (three numbers), got {list(marker)}")
+    x, y, z = values
+    return z, y, x

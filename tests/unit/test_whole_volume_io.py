@@ -116,3 +116,16 @@ def test_guard_keeps_pieces_that_continue_past_the_region() -> None:
     view = GlobalView(0, np.zeros(volume.shape, np.float32), volume, grid_blocks(volume.shape, 32))
     assert len(continuing_face_points(whole, volume.shape, lambda sl: volume[sl])) == 0
     assert len(BorderGuard(_Flags(), np.zeros((0, 3))).inspect(view).flags[0].defects) == 3
+
+
+def test_the_soma_goes_to_the_tiles_whose_region_holds_it() -> None:
+    """executor=dask grows the piece at the soma in the tile that holds it (region coordinates, halo
+    included), as the in-memory run does; other tiles, which meet the neuron through their faces, grow their
+    largest piece. Before, no tile was told the soma."""
+    from neurorefiner.refine.whole_volume.task import tile_root
+
+    region = (slice(0, 32), slice(64, 192), slice(128, 256))
+    assert tile_root(None, region) is None
+    assert tile_root((5.0, 70.0, 130.5), region) == (5.0, 6.0, 2.5)
+    assert tile_root((5.0, 40.0, 130.0), region) is None
+    assert tile_root((5.0, 192.0, 130.0), region) is None   # stop is outside

@@ -41,7 +41,7 @@ from neurorefiner.io.atomic import atomic_path
 from neurorefiner.io.ome_zarr import ZarrSource, create_mask_store, finish_pyramid, is_zarr_path, open_ome_zarr
 from neurorefiner.io.swc import write_swc
 from neurorefiner.refine.output_lock import OutputLock, check_output_dir
-from neurorefiner.refine.run import RefineRun, differences
+from neurorefiner.refine.run import RefineRun, differences, soma_root
 from neurorefiner.refine.whole_volume.skeleton_merge import MERGED_SWC, merge_tile_skeletons
 from neurorefiner.refine.whole_volume.task import TileJob, refine_tile
 from neurorefiner.refine.whole_volume.tiles import check_plan, plan_tiles
@@ -133,7 +133,7 @@ class DaskExecutor:
                               "min": stats["lo"], "max": stats["hi"], "sum": stats["image_sum"]},
                              {"path": mask.path, "shape": list(mask.shape), "foreground": stats["foreground"]},
                              engine="dask", plan={"tile": list(plan[0]), "halo": list(plan[1]),
-                                                  "chunks": list(plan[2])})
+                                                  "chunks": list(plan[2])}, root_zyx=listed(soma_root(cfg)))
         done, finished = self._claim(out, header, bool(cfg.get("resume", True)), bool(cfg.get("overwrite", False)))
         if finished is not None:
             print(f"already refined: {out / STORE} (the trace's run is finished); nothing to do", file=sys.stderr)
@@ -143,7 +143,8 @@ class DaskExecutor:
         (out / "traces").mkdir(exist_ok=True)
         level0 = create_mask_store(work / STORE, image.shape, plan[2])
         jobs = [TileJob(t, image, mask, level0, (stats["lo"], stats["hi"]), str(out / "traces"),
-                        str(work / "skeletons") if self.skeletons else None, int(self.threads_per_worker), inputs)
+                        str(work / "skeletons") if self.skeletons else None, int(self.threads_per_worker), inputs,
+                        header["root_zyx"])
                 for t in tiles if t.id not in done]
         print(f"{len(tiles)} tile(s) of {list(plan[0])} voxels (halo {list(plan[1])}), {len(done)} already "
               f"committed; {len(jobs)} to refine", file=sys.stderr)
@@ -335,6 +336,11 @@ def _pooled_mip(arr: Any, side: int = 1024) -> Any:
         pad = [(0, 0), (0, (-arr.shape[1]) % f[1]), (0, (-arr.shape[2]) % f[2])]
         arr = da.coarsen(np.max, da.pad(arr, pad) if any(p for _, p in pad) else arr, {1: f[1], 2: f[2]})
     return arr.max(axis=0)
+
+
+def listed(root: Sequence[float] | None) -> list[float] | None:
+    """A root as the trace's JSON holds it (a list), so a resumed run's header compares equal."""
+    return None if root is None else [float(v) for v in root]
 
 
 def _remove(path: Path) -> None:

@@ -20,6 +20,7 @@ import dataclasses
 import os
 import resource
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,16 @@ class TileJob:
     skeleton_dir: str | None = None
     threads: int = 1
     inputs: dict = field(default_factory=dict)
+    root: Sequence[float] | None = None   # the soma (ZYX voxels, volume coordinates), if told
+
+
+def tile_root(root: Sequence[float] | None, region: Slices) -> tuple[float, float, float] | None:
+    """The soma in a tile's region coordinates when it lies in that region (interior or halo), else None: the
+    tile holding the soma grows the piece at it, as the in-memory run does; every other tile meets the neuron
+    entering through its faces and grows its largest piece."""
+    if root is None or not all(sl.start <= v < sl.stop for v, sl in zip(root, region)):
+        return None
+    return tuple(float(v - sl.start) for v, sl in zip(root, region))  # type: ignore[return-value]
 
 
 def normalise(data: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -105,10 +116,11 @@ def refine_tile(job: TileJob, loop: RefineRun) -> dict:
     faces = continuing_face_points(tile.region, job.mask.shape, lambda sl: job.mask.read(sl) > 0)
     guarded = dataclasses.replace(loop, agents=Agents(BorderGuard(loop.agents.inspector, faces),
                                                       loop.agents.advisor, loop.agents.validator))
-    header = guarded.header(image, mask, tile=tile.as_dict())
+    root = tile_root(job.root, tile.region)
+    header = guarded.header(image, mask, tile=tile.as_dict(), **({} if root is None else {"root_zyx": list(root)}))
     trace = Path(job.trace_dir) / f"tile_{tile.id:05d}.jsonl"
     prior = _prior(trace, header)
-    result = guarded.run(image, mask, trace, {**job.inputs, "tile": tile.id}, prior, header)
+    result = guarded.run(image, mask, trace, {**job.inputs, "tile": tile.id}, prior, header, root=root)
     refined = result.mask[inner]
     write_region(job.output, tile.interior, refined)
     if job.skeleton_dir is not None:
