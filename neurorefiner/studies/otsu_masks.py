@@ -41,7 +41,8 @@ def held_out_judges_of(dataset: str, split: str, segmenters: Sequence[str], prog
 
 def refine(gc: Any, judge: Any, inspector: dict | None = None, t_max: int = 5) -> tuple[np.ndarray, dict, int]:
     """The learned agents' loop (conf/agent/learned.yaml with ``judge`` and ``inspector`` overrides) and the shipped
-    editor on one case, built as ``refine.py`` builds it; returns the refined mask, the loop's edit counts and the
+    editor on one case, built as ``refine.py`` builds it, told the soma (the gold's root, as the tables' runs are:
+    evaluate.py ``tree_root=gold``); returns the refined mask, the loop's edit counts and the
     number of joins the piece check turned down (read from the run's trace)."""
     from omegaconf import OmegaConf
 
@@ -54,7 +55,8 @@ def refine(gc: Any, judge: Any, inspector: dict | None = None, t_max: int = 5) -
                           role_kwargs={"inspector": {"judge": judge, **(inspector or {})}})
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "trace.jsonl"
-        result = run.with_spacing(gc.spacing, "the dataset's voxel size").run(gc.image, gc.mask, trace_path=trace)
+        result = run.with_spacing(gc.spacing, "the dataset's voxel size").run(gc.image, gc.mask, trace_path=trace,
+                                                                              root=gc.root("gold"))
         refused = sum(len((r.get("raw") or {}).get("joins_refused_for_their_piece", []))
                       for r in read_trace(trace) if r.get("role") == "inspector")
     return result.mask, dict(result.counts), refused
@@ -90,7 +92,8 @@ def _stack_row(gc: Any, method: str, judge: str, check: str, m: dict, first: dic
 def large_join_rows(cases: Sequence[Any], judges: dict, list_min: int = 300, rounds: int = 5,
                     progress: bool = True) -> list[dict]:
     """The joins to pieces of at least ``list_min`` voxels a held-out judge and the gap gate make over ``rounds``
-    rounds of a perfect editor on each case (module docstring); each with the check's verdict at its defaults."""
+    rounds of a perfect editor on each case (module docstring), the tree being the piece at the gold's root as in
+    the loop; each with the check's verdict at its defaults."""
     from tqdm import tqdm
 
     from neurorefiner.agents.candidates import apply_candidates, find_candidates
@@ -103,7 +106,7 @@ def large_join_rows(cases: Sequence[Any], judges: dict, list_min: int = 300, rou
     for gc in tqdm(cases, desc="joins to large pieces", unit="case", disable=not progress):
         index, mask = GoldIndex(gc.gold, gc.spacing, gc.mask.shape), gc.mask
         for rnd in range(rounds):
-            found = find_candidates(gc.image, mask, gc.spacing, kinds=("join", "remove"))
+            found = find_candidates(gc.image, mask, gc.spacing, kinds=("join", "remove"), root=gc.root("gold"))
             p, passed = judges[gc.group].decide(found.candidates)
             noise = {c.pieces[0]: float(q) for c, q in zip(found.candidates, p) if c.kind == "remove"}
             picked = [c for c, _ in choose(found.candidates, p, passed, False, lambda c: join_gate(c, piece=None))

@@ -36,3 +36,30 @@ def test_a_test_split_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="dev / val"):
         otsu_masks("diadem", "test", tmp_path, ["unet3d"], ["otsu"])
     assert not any(tmp_path.iterdir())
+
+
+def test_the_loop_is_told_the_soma(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The study's loops grow the piece at the gold's root, as the tables' runs do (evaluate.py tree_root=gold);
+    they grew the largest piece before, which on an Otsu mask may be a bright fibre of another cell."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from neurorefiner.agents.learned.training import GoldCase
+    from neurorefiner.io.swc import Tree
+    from neurorefiner.refine.run import RefineRun
+    from neurorefiner.studies import otsu_masks as study
+
+    told = {}
+
+    def fake_run(self, image, mask, trace_path=None, root=None, **_):  # type: ignore[no-untyped-def]
+        told["root"] = root
+        Path(trace_path).write_text("")
+        return SimpleNamespace(mask=mask, counts={"accepted": 0})
+
+    monkeypatch.setattr(RefineRun, "run", fake_run)
+    gold = Tree.from_points(np.array([[3.0, 4.0, 5.0], [3.0, 4.0, 9.0]]), np.array([-1, 0]))
+    image = np.zeros((8, 16, 16), np.float32)
+    gc = GoldCase("OP_1", "otsu", image, image > 0, gold, (1.0, 1.0, 1.0))
+    study.refine(gc, judge=None)
+    assert told["root"] == (3.0, 4.0, 5.0)
