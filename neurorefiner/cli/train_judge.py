@@ -47,6 +47,9 @@ def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registr
                                               help="the piece the candidates grow: largest, or gold (the piece at "
                                                    "the gold's root, as in runs told the soma: evaluate.py "
                                                    "tree_root=gold, refine.py tracing.marker)"),
+                reach_um: float | None = typer.Option(None, "--reach-um", min=0.1,
+                                                      help="the longest join looked for, um (default 8; match the "
+                                                           "runs' agent.inspector.reach_um)"),
                 table: Path | None = typer.Option(None, "--table",
                                                   help="mined candidates (neurorefiner study judge-mine): train one "
                                                        "judge on every dataset there instead (--dataset etc. unused)"),
@@ -66,5 +69,6 @@ def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registr
     from neurorefiner.agents.learned.training import train_judge as run
 
     path, card = run(dataset, split, [s for s in segmenters.split(",") if s], str(out), augment, progress=is_tty(),
-                      min_support=min_support, join_piece=join_piece, tree_root=tree_root)
+                      min_support=min_support, join_piece=join_piece, tree_root=tree_root,
+                      reach_um=reach_um)
     typer.echo(f"judge -> {path}\ncard  -> {card}")

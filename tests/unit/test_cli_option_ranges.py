@@ -74,3 +74,25 @@ def test_synth_builds_on_no_other_runs_folder(tmp_path: Path) -> None:
     write_volume(mine / "stack.tif", np.zeros((2, 4, 4), np.uint8))
     one_line_exit_2(CliRunner().invoke(app, ["synth", "tiny", "--out", str(mine), *small]), "stack.tif")
     assert [p.name for p in mine.iterdir()] == ["stack.tif"]
+
+
+def test_train_judge_passes_the_root_and_the_reach(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge for runs told the soma, at a preset's join reach: both reach the training, and a bad root is one
+    line before any work."""
+    from neurorefiner.agents.learned import training
+
+    seen = {}
+
+    def fake(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.update(kwargs)
+        return tmp_path / "j.json", tmp_path / "j.md"
+
+    monkeypatch.setattr(training, "train_judge", fake)
+    result = CliRunner().invoke(app, ["train-judge", "--dataset", "tiny", "--split", "val", "--tree-root", "gold",
+                                      "--reach-um", "16", "--out", str(tmp_path / "j.json")])
+    assert result.exit_code == 0, result.output
+    assert seen["tree_root"] == "gold" and seen["reach_um"] == 16.0
+    monkeypatch.undo()
+    one_line_exit_2(CliRunner().invoke(app, ["train-judge", "--dataset", "tiny", "--split", "val", "--tree-root",
+                                             "soma", "--out", str(tmp_path / "k.json")]), "--tree-root soma")
+    assert not (tmp_path / "k.json").exists()

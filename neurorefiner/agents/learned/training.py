@@ -293,9 +293,10 @@ def judge_card(judge: Judge, scores: dict[str, dict[str, float]], command: str) 
 
 def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, augment: int = 2,
                 progress: bool = True, min_support: int = 1, join_piece: float | None = None,
-                tree_root: str = "largest") -> tuple[Path, Path]:
+                tree_root: str = "largest", reach_um: float | None = None) -> tuple[Path, Path]:
     """Train the judge on a dataset's dev/train/val split (or several, comma-separated) and write it (``out``,
-    JSON) with its card (``.md``); ``tree_root`` as in :data:`TREE_ROOTS`."""
+    JSON) with its card (``.md``); ``tree_root`` as in :data:`TREE_ROOTS`; ``reach_um``: the longest join looked
+    for (default :class:`CandidateSettings`'), to match a run's ``agent.inspector.reach_um``."""
     from neurorefiner.errors import InputError
     from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.paths import git_commit
@@ -309,11 +310,13 @@ def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, a
         raise InputError(f"--tree-root {tree_root}: expected one of {', '.join(TREE_ROOTS)}")
     # several splits (train,val) where one holds too few stacks for a leave-one-stack-out threshold
     cases = [c for s in splits for c in gold_cases(dataset, s, segmenters)]
-    data, _ = labelled_set(cases, label_settings=LabelSettings(join_piece=join_piece), progress=progress,
+    settings = CandidateSettings() if reach_um is None else CandidateSettings(reach_um=float(reach_um))
+    data, _ = labelled_set(cases, settings, LabelSettings(join_piece=join_piece), progress=progress,
                            augment=augment, tree_root=tree_root)
     scores = held_out_scores(data, held_out_judges(data, min_support=min_support))
     meta = {"dataset": dataset, "split": split, "segmenters": list(segmenters), "augment": augment,
             "min_support": min_support, "join_piece": join_piece, "tree_root": tree_root,
+            "reach_um": settings.reach_um,
             "cases": sorted({c.case for c in cases}), "models": dict(MODELS), "commit": git_commit(),
             "labelled": {k: len(v) for k, v in data.y.items()}, "held_out": scores}
     judge = fit_judge(data, meta=meta, min_support=min_support)
@@ -326,7 +329,8 @@ def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, a
     command = (f"neurorefiner train-judge --dataset {dataset} --split {split} --segmenters {','.join(segmenters)} "
                f"--out {out}" + (f" --min-support {min_support}" if min_support != 1 else "")
                + (f" --join-piece {join_piece:g}" if join_piece is not None else "")
-               + (f" --tree-root {tree_root}" if tree_root != "largest" else ""))
+               + (f" --tree-root {tree_root}" if tree_root != "largest" else "")
+               + (f" --reach-um {reach_um:g}" if reach_um is not None else ""))
     card = write_text_atomic(path.with_suffix(".md"), judge_card(judge, scores, command))
     return path, card
 
