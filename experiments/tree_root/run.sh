@@ -31,6 +31,25 @@ done
 python evaluate.py experiment=table_1_synthetic_cwmbs_noise split=val "methods=[initial,classical,neurorefiner]" \
   "protocols=[root_seeded]" table=null figures=false save_masks=false editor.checkpoint=null \
   out_dir=$out/cwmbs_noise_val_gold_shipped_editor
+# The judge trained on the candidates of the root's piece (train-judge --tree-root gold), on train alone so that val
+# is unseen: zbfwb at the join reach of 8 um (the default) and 16 um; cwmbs_noise at 8 um with its adapted editor
+jd=outputs/dev/judge_root
+for r in 8 16; do
+  neurorefiner train-judge --dataset synthetic_zbfwb --split train --segmenters unet3d --min-support 10 --tree-root gold \
+    --reach-um $r --out outputs/judge/zbfwb_train_root_r$r.json
+  python evaluate.py experiment=table_2_synthetic_zbfwb split=val "${common[@]}" \
+    agent.inspector.judge=$PWD/outputs/judge/zbfwb_train_root_r$r.json agent.inspector.reach_um=$r \
+    out_dir=$jd/zbfwb_val_train_r$r
+done
+neurorefiner train-judge --dataset synthetic_cwmbs_noise --split train --segmenters unet3d --min-support 10 \
+  --tree-root gold --out outputs/judge/cwmbs_noise_train_root.json
+python evaluate.py experiment=table_1_synthetic_cwmbs_noise split=val "${common[@]}" \
+  agent.inspector.judge=$PWD/outputs/judge/cwmbs_noise_train_root.json out_dir=$jd/cwmbs_noise_val_trainroot
+for run in zbfwb_val_train_r8 zbfwb_val_train_r16 cwmbs_noise_val_trainroot; do
+  neurorefiner study rows-table "$jd/$run" --split val --method initial --method neurorefiner \
+    --title "tree_root: $run (judge trained on train, the root's piece)" --command "experiments/tree_root/run.sh" \
+    --target "experiments/tree_root/$run.md"
+done
 # DIADEM test (held out, run once, never tuned on) at the new default, both segmenters, into the shared rows of the
 # DIADEM tables (the table file itself is not rewritten: its learned baselines' rows are not in this checkout's cache)
 python evaluate.py experiment=table_diadem table=null
