@@ -19,6 +19,45 @@ def _heuristic(role: str) -> Any:
             "validator": heuristic.HeuristicValidator}[role]()
 
 
+def _learned(role: str) -> Any:
+    from neurorefiner.agents import learned
+
+    return {"inspector": learned.LearnedInspector, "advisor": learned.LearnedAdvisor,
+            "validator": learned.LearnedValidator}[role]
+
+
+def role_node(role: str, node: Any, passed: set[str]) -> Any:
+    """``node`` (one role's config) checked against its target's arguments before Hydra builds it, so a wrong key
+    is one line naming it, not a traceback from inside Hydra. Keys only the learned role takes (a refiner preset's
+    judge and join reach, made for the learned agents) are dropped with a warning when another role is chosen:
+    ``refiner=<preset> agent=heuristic`` then runs the preset's editor with the heuristic agents. ``passed``:
+    arguments given besides the config (the client, objects)."""
+    import inspect
+    import logging
+
+    from hydra.utils import get_object
+    from omegaconf import OmegaConf
+
+    from neurorefiner.errors import InputError
+
+    target = get_object(str(node.get("_target_")))
+    params = inspect.signature(target).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return node
+    unknown = [k for k in node if k != "_target_" and k not in params and k not in passed]
+    if not unknown:
+        return node
+    learned = inspect.signature(_learned(role)).parameters
+    foreign = [k for k in unknown if k in learned]
+    wrong = [k for k in unknown if k not in learned]
+    if wrong:
+        raise InputError(f"agent.{role}: {target.__name__} takes no {', '.join(wrong)} (it takes "
+                         f"{', '.join(k for k in params if k != 'self')})")
+    logging.getLogger(__name__).warning("agent.%s: %s: settings of the learned %s, not of %s; ignored",
+                                        role, ", ".join(foreign), role, target.__name__)
+    return OmegaConf.masked_copy(node, [k for k in node if k not in foreign])
+
+
 def build_agents(agent_cfg: Any, role_kwargs: Mapping[str, Mapping[str, Any]] | None = None
                  ) -> tuple[Agents, list[str], dict]:
     """(roles, secrets to keep out of the trace, description of the config without secrets). ``role_kwargs``:
@@ -31,10 +70,11 @@ def build_agents(agent_cfg: Any, role_kwargs: Mapping[str, Mapping[str, Any]] | 
     for role in ROLES:
         kwargs = {"client": client} if client is not None else {}
         extra = dict((role_kwargs or {}).get(role, {}))
+        node = role_node(role, agent_cfg[role], set(kwargs) | set(extra))
         if extra:  # passed to the built partial: Hydra would read a dataclass (a Judge) as config, not pass it on
-            roles[role] = instantiate(agent_cfg[role], _partial_=True, **kwargs)(**extra)
+            roles[role] = instantiate(node, _partial_=True, **kwargs)(**extra)
         else:
-            roles[role] = instantiate(agent_cfg[role], **kwargs)
+            roles[role] = instantiate(node, **kwargs)
     fallback = agent_cfg.get("fallback")
     if fallback:
         if fallback != "heuristic":

@@ -311,3 +311,23 @@ def test_the_judge_never_trains_on_a_test_split(split: str) -> None:
         train_judge("synthetic_cwmbs_noise", split, ["unet3d"], "unused.json")
     with pytest.raises(InputError, match="DIADEM dev only"):
         train_judge("diadem", "dev,val", ["unet3d"], "unused.json")
+
+
+def test_a_preset_refiner_with_other_agents_drops_the_learned_settings_and_a_typo_is_one_line(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """``refiner=synthetic_zbfwb agent=heuristic`` ended in a Hydra traceback (HeuristicInspector got the preset's
+    judge); the learned-only settings are now dropped with a warning, and a key no role takes is one line."""
+    from omegaconf import OmegaConf
+
+    from neurorefiner.agents.factory import build_agents
+    from neurorefiner.agents.heuristic import HeuristicInspector
+    from neurorefiner.paths import conf_dir
+
+    cfg = OmegaConf.load(conf_dir() / "agent" / "heuristic.yaml")
+    cfg.inspector.judge, cfg.inspector.reach_um = "checkpoints/judge_synthetic_zbfwb.json", 16.0
+    agents, _, _ = build_agents(cfg)
+    assert isinstance(agents.inspector, HeuristicInspector)
+    assert "judge, reach_um: settings of the learned inspector" in caplog.text
+    cfg.inspector.reach = 3
+    with pytest.raises(InputError, match="HeuristicInspector takes no reach"):
+        build_agents(cfg)
