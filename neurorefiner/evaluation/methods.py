@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from neurorefiner.agents.learned.training import TREE_ROOTS
 from neurorefiner.errors import InputError
 from neurorefiner.paths import conf_dir
 from neurorefiner.tracing.seeding import gold_root_zyx
@@ -47,7 +48,6 @@ class GoldMask:
         return np.asarray(case.label(image.shape), dtype=bool)
 
 
-TREE_ROOTS = ("gold", "largest")
 
 
 def check_tree_root(tree_root: str) -> str:

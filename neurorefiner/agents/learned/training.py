@@ -77,9 +77,10 @@ def label_case(image: np.ndarray, mask: np.ndarray, gold, spacing: Sequence[floa
     return cands.candidates, attached_piece_labels(cands.candidates, labels, cands.labels, cands.main, index)
 
 
-TREE_ROOTS = ("largest", "gold")
-"""Which piece the judge's candidates grow, as in the loop: the largest, or the one at the gold's root (the
-soma the root-seeded protocol gives; a judge for runs told the soma learns on the joins those runs meet)."""
+TREE_ROOTS = ("gold", "largest")
+"""Which piece is the tree, in the loop and in the judge's training: the one at the gold's root (the soma the
+root-seeded protocol gives; a judge for runs told the soma learns on the joins those runs meet) or the largest.
+The evaluation's ``tree_root`` setting takes the same names (:mod:`neurorefiner.evaluation.methods`)."""
 
 MODELS = {"join": "logistic", "remove": "logistic", "prune": "logistic"}
 """The model type per kind: the winner leave-one-stack-out on DIADEM dev (``neurorefiner study ceilings``)."""
