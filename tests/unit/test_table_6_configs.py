@@ -121,3 +121,53 @@ def test_run_sh_trains_every_variant_then_evaluates() -> None:
         got = [ln.split()[-1] for ln in lines if f"experiment=table_6/{variant} " in ln]
         assert got == stages, f"{variant}: {got}"
     assert lines[-1].startswith(f".venv/bin/python evaluate.py experiment={TABLE}")
+
+
+# --- the same ablation on a SYNTHETIC stand-in's own data (conf/experiment/table_6_synthetic/) ---
+SYNTHETIC_TABLE = "table_6_toporefinenet_synthetic_zbfwb"
+PRESET = "synthetic_zbfwb"
+SYNTHETIC_VARIANTS = sorted(p.stem for p in (CONF / "experiment" / "table_6_synthetic").glob("*.yaml"))
+
+
+def _synthetic_variant(name: str, monkeypatch: pytest.MonkeyPatch, *extra: str) -> DictConfig:
+    return _compose("train", [f"experiment=table_6_synthetic/{name}", f"dataset={PRESET}", *extra], monkeypatch)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_synthetic_variant_is_the_diadem_one_on_the_presets_shards(name: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    assert SYNTHETIC_VARIANTS == VARIANTS, "a table_6 variant without its stand-in twin (or one extra)"
+    diadem = _resolved(_variant(name, monkeypatch, f"dataset={PRESET}"))
+    own = _resolved(_synthetic_variant(name, monkeypatch))
+    data = {"stages.1.datamodule.shards", "stages.2.datamodule.shards", "stages.2.datamodule.replay_shards",
+            "stages.2.datamodule.segmenters"}
+    where = {"paths.checkpoint_dir", "stages.2.init_from", "adapt_dir", "table_6_variant"}
+    differ = {k for k in diadem.keys() | own.keys() if diadem.get(k, "<absent>") != own.get(k, "<absent>")}
+    assert differ - where - data == set(), f"{name} also changes {sorted(differ - where - data)}"
+    runs = ROOT / "checkpoints" / "runs" / "table_6_synthetic" / PRESET
+    shards = ROOT / "checkpoints" / "refiners" / PRESET
+    assert own["paths.checkpoint_dir"] == str(runs / name)
+    assert own["stages.2.datamodule.shards"] == str(shards / "work" / "shards" / "stage2")
+    assert own["stages.1.datamodule.shards"] == own["stages.2.datamodule.replay_shards"] == str(
+        shards / "work" / "shards" / "stage1")
+    if name not in ONE_STAGE:
+        stage1 = output_checkpoint(_synthetic_variant(name, monkeypatch, "stage=1"))
+        assert stage1 == runs / name / checkpoint_name(1)
+        assert Path(own["stages.2.init_from"]) == stage1
+
+
+def test_synthetic_table_scores_each_variant_in_the_presets_learned_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = _compose("evaluate", [f"experiment={SYNTHETIC_TABLE}"], monkeypatch)
+    assert cfg.dataset.name == PRESET and cfg.split == "test" and cfg.table.name == SYNTHETIC_TABLE
+    assert "SYNTHETIC" in cfg.table.title
+    reference = method_node(cfg, "neurorefiner")
+    assert reference.agent.inspector._target_.endswith("LearnedInspector")
+    assert Path(reference.agent.inspector.judge).name == f"judge_{PRESET}.json"  # the preset's own refiner
+    for variant in VARIANTS:
+        node = method_node(cfg, f"t6_{variant}")
+        want = output_checkpoint(_synthetic_variant(variant, monkeypatch))
+        assert Path(node.editor_overrides.checkpoint) == want, variant
+        assert OmegaConf.to_container(node.loop) == OmegaConf.to_container(reference.loop)
+    assert Path(method_node(cfg, "t6_adapted").editor_overrides.checkpoint) == (
+        ROOT / "checkpoints" / "refiners" / PRESET / "editor.ckpt")
+    assert {str(r.method) for r in cfg.table.rows} >= set(map(str, cfg.methods))
