@@ -62,6 +62,17 @@ def make_stage_shards(stage: int) -> Callable[[AdaptSettings, AdaptFolder], dict
     return step
 
 
+def _train(command: list[str], made: Path, what: str, again: str) -> None:
+    """Run one ``python train.py ...`` line in its own process (Hydra stays at the edge; a cut run resumes from
+    its last state) and check it left ``made``; else one error naming the folder, the run's messages above it."""
+    from neurorefiner.paths import project_root
+
+    run = subprocess.run([sys.executable, *command[1:]], cwd=project_root())
+    if run.returncode != 0 or not made.exists():
+        raise InputError(f"{what} stopped (exit code {run.returncode}); its messages are above. "
+                         f"Run the same command again to {again}", made.parent)
+
+
 def editor_command(settings: AdaptSettings, folder: AdaptFolder) -> list[str]:
     """The ``train.py`` line of the editor step (also written in the card: it retrains the editor alone)."""
     return ["python", "train.py", "experiment=adapt_editor", f"dataset={settings.dataset}",
@@ -74,14 +85,9 @@ def train_editor(settings: AdaptSettings, folder: AdaptFolder) -> dict[str, Any]
     ``train.py`` runs it (Hydra stays at the edge); a cut run resumes from its last state."""
     import json
 
-    from neurorefiner.paths import project_root
-
     command = editor_command(settings, folder)
-    run = subprocess.run([sys.executable, *command[1:]], cwd=project_root())
     made = folder.work / "editor" / EDITOR
-    if run.returncode != 0 or not made.exists():
-        raise InputError(f"the editor's training stopped (exit code {run.returncode}); its messages are above. "
-                         "Run the same command again to resume it", made.parent)
+    _train(command, made, "the editor's training", "resume it")
     shutil.copyfile(made, folder.root / EDITOR)
     shutil.copyfile(made.with_suffix(".json"), (folder.root / EDITOR).with_suffix(".json"))
     metrics = json.loads(made.with_suffix(".json").read_text())
@@ -103,19 +109,14 @@ def train_judge(settings: AdaptSettings, folder: AdaptFolder) -> dict[str, Any]:
 def train_baselines(settings: AdaptSettings, folder: AdaptFolder) -> dict[str, Any]:
     """Each asked-for learned refinement baseline trained from scratch on the dataset's stage-1 defects (their own
     recipe, ``conf/experiment/<name>.yaml``, with this dataset), copied to ``<folder>/<name>.ckpt``."""
-    from neurorefiner.paths import project_root
-
     made = {}
     for name in settings.baselines:
         command = ["python", "train.py", f"experiment={name}", f"dataset={settings.dataset}",
                    f"paths.checkpoint_dir={(folder.work / 'baselines').resolve()}",
                    f"baseline.max_steps={settings.baseline_steps}", "trainer.max_time=00:01:00:00",
                    f"seed={settings.seed}"]
-        run = subprocess.run([sys.executable, *command[1:]], cwd=project_root())
         ckpt = folder.work / "baselines" / f"{name}.ckpt"
-        if run.returncode != 0 or not ckpt.exists():
-            raise InputError(f"the {name} baseline's training stopped (exit code {run.returncode}); its messages "
-                             "are above. Run the same command again to continue", ckpt.parent)
+        _train(command, ckpt, f"the {name} baseline's training", "continue")
         for suffix in (".ckpt", ".json", ".md"):
             if ckpt.with_suffix(suffix).exists():
                 shutil.copyfile(ckpt.with_suffix(suffix), folder.root / f"{name}{suffix}")

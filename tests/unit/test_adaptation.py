@@ -140,3 +140,17 @@ def test_the_card_names_the_folder_as_the_user_gave_it(tmp_path: Path, monkeypat
                                    "command": f"python train.py experiment=adapt_editor adapt_dir={absolute}"}}}
     text = adapted_card(record, "r", "abc1234")
     assert "adapt_dir=r" in text and absolute not in text
+
+
+def test_a_training_step_that_fails_or_writes_nothing_is_one_error_naming_its_folder(tmp_path: Path) -> None:
+    import neurorefiner.adaptation.steps as steps
+
+    made = tmp_path / "editor" / "editor.ckpt"
+    with pytest.raises(InputError, match=r"the editor's training stopped \(exit code 3\).*resume it") as failed:
+        steps._train(["python", "-c", "raise SystemExit(3)"], made, "the editor's training", "resume it")
+    assert str(made.parent) in str(failed.value)
+    with pytest.raises(InputError, match=r"exit code 0"):  # ran, but left no checkpoint
+        steps._train(["python", "-c", "pass"], made, "the editor's training", "resume it")
+    made.parent.mkdir(parents=True)
+    made.write_bytes(b"x")
+    steps._train(["python", "-c", "pass"], made, "the editor's training", "resume it")  # made: no error
