@@ -24,11 +24,19 @@ def tree_piece(labels: np.ndarray, sizes: np.ndarray, spacing: Sequence[float],
     r = np.asarray(root, np.float64).reshape(3)
     if not np.all(np.isfinite(r)):
         raise ValueError(f"the root {tuple(root)} is not a finite ZYX position")
-    scale = np.asarray(spacing, np.float64)
     idx = np.clip(np.round(r).astype(int), 0, np.asarray(labels.shape) - 1)
     at = int(labels[tuple(idx)])
     if at:
         return at
-    fg = np.argwhere(labels > 0)
-    d2 = (((fg - r) * scale) ** 2).sum(axis=1)
-    return int(labels[tuple(fg[int(np.argmin(d2))])])
+    return int(labels[tuple(nearest_foreground(labels > 0, r, spacing))])
+
+
+def nearest_foreground(mask: np.ndarray, point: Sequence[float], spacing: Sequence[float]) -> np.ndarray | None:
+    """The index (ZYX) of the foreground voxel of ``mask`` nearest in um (at ``spacing``) to ``point`` (ZYX
+    voxels), None for an empty mask: where the soma meets a mask that does not cover it (APP2's seed, the tree's
+    piece)."""
+    fg = np.argwhere(mask)
+    if not len(fg):
+        return None
+    d2 = (((fg - np.asarray(point, np.float64)) * np.asarray(spacing, np.float64)) ** 2).sum(axis=1)
+    return fg[int(np.argmin(d2))]

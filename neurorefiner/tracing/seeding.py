@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from neurorefiner.io.swc import Tree
+from neurorefiner.topology.tree_root import nearest_foreground
 
 
 def gold_root_zyx(gold: Tree) -> tuple[float, float, float] | None:
@@ -33,9 +34,5 @@ def marker_nearest_root(mask: np.ndarray, gold: Tree, spacing: Sequence[float] =
     root = gold_root_zyx(gold)
     if not mask.any() or root is None:
         return None
-    z, y, x = root
-    fg = np.argwhere(mask).astype(np.float64)
-    scale = np.asarray(spacing, np.float64)
-    d2 = (((fg - (z, y, x)) * scale) ** 2).sum(axis=1)
-    zz, yy, xx = fg[int(np.argmin(d2))]
+    zz, yy, xx = nearest_foreground(mask, root, spacing)
     return float(xx), float(yy), float(zz)

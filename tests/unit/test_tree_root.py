@@ -155,3 +155,14 @@ def test_the_judge_learns_on_the_joins_of_the_root_piece_when_told() -> None:
     assert at_root.y["join"].tolist() == [1]
     with pytest.raises(ValueError, match="tree_root must be one of"):
         gc.root("soma")
+
+
+def test_the_nearest_foreground_voxel_is_nearest_in_micrometres_not_in_voxels() -> None:
+    from neurorefiner.topology.tree_root import nearest_foreground
+
+    mask = np.zeros((9, 9, 9), bool)
+    mask[4, 4, 8] = True   # 4 voxels away along x
+    mask[7, 4, 4] = True   # 3 voxels away along z, but z steps are 2 um
+    assert tuple(nearest_foreground(mask, (4, 4, 4), (1.0, 1.0, 1.0))) == (7, 4, 4)
+    assert tuple(nearest_foreground(mask, (4, 4, 4), (2.0, 1.0, 1.0))) == (4, 4, 8)
+    assert nearest_foreground(np.zeros_like(mask), (4, 4, 4), (1.0, 1.0, 1.0)) is None
