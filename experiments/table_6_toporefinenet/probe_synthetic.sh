@@ -3,7 +3,7 @@
 # editor probe on the same 20 breaks, 20 noise blobs and 20 pasted fragments per checkpoint, cut into 3 stacks of
 # the preset rendered afresh (never a test volume), each edited with the right instruction, a wrong place and the
 # opposite operation. Needs run_synthetic.sh's checkpoints. Writes probe_<preset>/<variant>/editor_probe.* and
-# probe_<preset>.md here. VARIANTS="cab adaln" probes a subset; NO_COMPARE=1 skips the table.
+# probe_<preset>.md here. VARIANTS="cab adaln" probes a subset (VARIANTS="" none: the table alone); NO_COMPARE=1 skips the table.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1 WANDB_MODE=offline HF_HUB_OFFLINE=1
@@ -11,7 +11,7 @@ preset=${PRESET:-synthetic_zbfwb}
 HERE=experiments/table_6_toporefinenet
 OUT=$HERE/probe_$preset
 runs=checkpoints/runs/table_6_synthetic/$preset
-for v in ${VARIANTS:-shipped adapted cab adaln cdp hashing scratch_two_stage scratch_one_stage}; do
+for v in ${VARIANTS-shipped adapted cab adaln cdp hashing scratch_two_stage scratch_one_stage}; do
   case $v in
     shipped) ckpt=checkpoints/toporefinenet.ckpt ;;
     adapted) ckpt=checkpoints/refiners/$preset/editor.ckpt ;;
