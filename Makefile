@@ -49,8 +49,10 @@ bench: install ## run the benchmarks (figures and ratios against references meas
 tables-synthetic: install ## the SYNTHETIC Tables 1-2 (all four stand-ins, every row on the U-Net's and the nnU-Net-style masks; TABLE_ARGS="limit=3" for a quick look)
 	WANDB_MODE=offline $(BIN)/python evaluate.py -m experiment=table_1_synthetic_cwmbs_weak,table_1_synthetic_cwmbs_noise,table_2_synthetic_bigneuron,table_2_synthetic_zbfwb segmenter=unet3d,nnunet_style $(TABLE_ARGS)
 
-ablations-synthetic: install ## Figure 5 and Table 3 on the SYNTHETIC stand-ins, each with its preset's refiner (conf/refiner/)
+ablations-synthetic: install ## Figure 5 and Table 3 on the SYNTHETIC stand-ins, each with its preset's refiner (conf/refiner/), and Table 6 on zbfwb (trains its six variants first, about 1 CPU-hour)
 	WANDB_MODE=offline $(BIN)/python evaluate.py -m experiment=figure_5_iterations_synthetic_zbfwb,table_3_agents_synthetic_zbfwb,figure_5_iterations_synthetic_cwmbs_noise,table_3_agents_synthetic_cwmbs_noise,figure_5_iterations_synthetic_bigneuron,table_3_agents_synthetic_bigneuron $(TABLE_ARGS)
+	bash experiments/table_6_toporefinenet/run_synthetic.sh $(TABLE_ARGS)
+	bash experiments/table_6_toporefinenet/probe_synthetic.sh
 
 docs-tables: install ## rewrite the figure tables of README.md and docs/results.md from the experiments/ CSVs (DOCS_ARGS=--check: only compare)
 	$(BIN)/neurorefiner study doc-tables $(DOCS_ARGS)
