@@ -16,18 +16,24 @@ from typing import Any
 import numpy as np
 
 from neurorefiner.agents.roles import EditFrame, Editor
+from neurorefiner.errors import InputError
 from neurorefiner.topology.blocks import centred_window
 from neurorefiner.topology.instructions import Instruction
 
 
 def load_topo_refiner(checkpoint: str | None = None, threshold: float = 0.5, confine_margin: int | None = 4,
-                      device: str = "cpu", decoding: Mapping[str, Any] | None = None) -> Editor:
+                      device: str = "cpu", decoding: Mapping[str, Any] | None = None,
+                      decoding_mode: str = "topology") -> Editor:
     """The shipped TopoRefineNet editor (or ``checkpoint``); imported here, never at module import.
-    ``decoding``: settings of its topology decoding (``neurorefiner.inference.decoding.DecodingConfig``)."""
-    from neurorefiner.inference.refiner import TopoRefiner
+    ``decoding``: settings of its topology decoding (``neurorefiner.inference.decoding.DecodingConfig``).
+    ``decoding_mode``: ``topology`` (default) or ``raw``, the network's own thresholded output confined to the
+    named place: what an ablation of the network runs, since the topology decoding makes most joins by itself."""
+    from neurorefiner.inference.refiner import DECODINGS, TopoRefiner
 
+    if decoding_mode not in DECODINGS:
+        raise InputError(f"editor decoding_mode {decoding_mode!r}: choose from {', '.join(DECODINGS)}")
     return TopoRefiner.load(checkpoint, device=device, threshold=threshold, confine_margin=confine_margin,
-                            decoding_config=dict(decoding) if decoding else None)
+                            decoding=decoding_mode, decoding_config=dict(decoding) if decoding else None)
 
 
 class LazyEditor:

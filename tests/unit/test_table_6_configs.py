@@ -171,3 +171,24 @@ def test_synthetic_table_scores_each_variant_in_the_presets_learned_loop(monkeyp
     assert Path(method_node(cfg, "t6_adapted").editor_overrides.checkpoint) == (
         ROOT / "checkpoints" / "refiners" / PRESET / "editor.ckpt")
     assert {str(r.method) for r in cfg.table.rows} >= set(map(str, cfg.methods))
+
+
+def test_the_raw_table_is_the_synthetic_one_with_every_editor_decoding_raw(monkeypatch: pytest.MonkeyPatch) -> None:
+    topo = _compose("evaluate", [f"experiment={SYNTHETIC_TABLE}"], monkeypatch)
+    raw = _compose("evaluate", [f"experiment={SYNTHETIC_TABLE}_raw"], monkeypatch)
+    assert list(raw.methods) == list(topo.methods) and raw.table.name == f"{SYNTHETIC_TABLE}_raw"
+    for name in (m for m in map(str, raw.methods) if m != "initial"):
+        r, t = method_node(raw, name), method_node(topo, name)
+        assert r.editor_overrides.decoding_mode == "raw", name
+        assert r.editor_overrides.get("checkpoint") == t.get("editor_overrides", {}).get("checkpoint"), name
+        assert OmegaConf.to_container(r.loop) == OmegaConf.to_container(t.loop), name
+
+
+def test_the_editor_decodes_raw_when_told_and_names_a_bad_mode() -> None:
+    from neurorefiner.agents.editor import load_topo_refiner
+    from neurorefiner.errors import InputError
+
+    assert load_topo_refiner(decoding_mode="raw").decoding == "raw"
+    assert load_topo_refiner().decoding == "topology"
+    with pytest.raises(InputError, match="decoding_mode 'rough'"):
+        load_topo_refiner(decoding_mode="rough")
