@@ -16,13 +16,6 @@ for preset in synthetic_bigneuron synthetic_cwmbs_noise; do
   done
 done
 # zbfwb: the editor alone is adapted (its preset keeps its own judge, trained on the root's piece at 16 um:
-# conf/refiner/synthetic_zbfwb.yaml), no baselines; then the preset's loop on val with the adapted editor in place
-# of the shipped one, tabulated per stack (val only: the choice of the preset's editor is made here)
+# conf/refiner/synthetic_zbfwb.yaml), no baselines; Table 6 on zbfwb scores it in the preset's loop
+# (experiments/table_6_toporefinenet/run_synthetic.sh)
 neurorefiner adapt --dataset synthetic_zbfwb --out checkpoints/refiners/synthetic_zbfwb --editor-steps 800
-out=outputs/dev/adapted_editor/zbfwb_val
-python evaluate.py experiment=table_2_synthetic_zbfwb split=val "methods=[initial,neurorefiner]" "protocols=[root_seeded]" \
-  table=null figures=false save_masks=false editor.checkpoint=$PWD/checkpoints/refiners/synthetic_zbfwb/editor.ckpt \
-  out_dir=$out
-neurorefiner study rows-table "$out" --split val --method initial --method neurorefiner \
-  --title "zbfwb val: the preset's loop with the editor adapted to zbfwb (neurorefiner adapt)" \
-  --command "experiments/adapted_refiners/run.sh" --target experiments/adapted_refiners/zbfwb_val_adapted_editor.md
