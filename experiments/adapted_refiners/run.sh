@@ -16,6 +16,6 @@ for preset in synthetic_bigneuron synthetic_cwmbs_noise; do
   done
 done
 # zbfwb: the editor alone is adapted (its preset keeps its own judge, trained on the root's piece at 16 um:
-# conf/refiner/synthetic_zbfwb.yaml), no baselines; Table 6 on zbfwb scores it in the preset's loop
+# conf/refiner/synthetic_zbfwb.yaml), no baselines; its shards are Table 6's data on zbfwb
 # (experiments/table_6_toporefinenet/run_synthetic.sh)
 neurorefiner adapt --dataset synthetic_zbfwb --out checkpoints/refiners/synthetic_zbfwb --editor-steps 800
