@@ -21,9 +21,14 @@ for v in ${VARIANTS-shipped adapted cab adaln cdp hashing scratch_two_stage scra
     --stacks '' --synthetic "$preset" --synthetic-n 3 --speed-threads 0 --checkpoint "$ckpt"
 done
 [ -n "${NO_COMPARE:-}" ] && exit 0
+rows=()  # the table holds every checkpoint probed so far (a missing one is named, not faked)
+for pair in "shipped editor (DIADEM only)=shipped" "adapted editor (neurorefiner adapt)=adapted" "CAB=cab" "AdaLN=adaln" \
+    "CDP=cdp" "CAB + hashing encoder=hashing" "CAB two-stage from scratch=scratch_two_stage" \
+    "CAB one-stage from scratch=scratch_one_stage"; do
+  dir=$OUT/${pair##*=}
+  if [ -f "$dir/editor_probe.csv" ]; then rows+=("${pair%=*}=$dir"); else echo "not probed yet: $dir" >&2; fi
+done
 .venv/bin/python -m neurorefiner study probe-compare --out "$OUT.md" \
   --title "Table 6 variants as tools: the editor probe ($preset, SYNTHETIC stand-in)" \
   --intro "Made by \`PRESET=$preset bash experiments/table_6_toporefinenet/probe_synthetic.sh\` (per checkpoint \`neurorefiner study probe-editor --n 20 --kinds break,noise,paste --stacks '' --synthetic $preset --synthetic-n 3\`): 20 breaks, 20 noise blobs and 20 pasted fragments cut into the gold of 3 SYNTHETIC $preset stacks rendered afresh (never a test volume), the same for every checkpoint, each edited with the right instruction, a wrong place and the opposite operation. Shares of edits; raw = the network's own output on the block, decoded = with the topology decoding the agents use." \
-  "shipped editor (DIADEM only)=$OUT/shipped" "adapted editor (neurorefiner adapt)=$OUT/adapted" "CAB=$OUT/cab" \
-  "AdaLN=$OUT/adaln" "CDP=$OUT/cdp" "CAB + hashing encoder=$OUT/hashing" \
-  "CAB two-stage from scratch=$OUT/scratch_two_stage" "CAB one-stage from scratch=$OUT/scratch_one_stage"
+  "${rows[@]}"
