@@ -38,7 +38,7 @@ STAGES: list[set[str]] = [
     {"evaluation"},
     {"review"},
     {"studies"},
-    {"cli"},
+    {"cli", "__main__"},  # python -m neurorefiner: the console command
 ]
 LAYER = {name: level for level, names in enumerate(STAGES) for name in names}
 
