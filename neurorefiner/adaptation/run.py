@@ -33,7 +33,7 @@ def adapt(settings: AdaptSettings, out: Path, progress: bool = True) -> Path:
 
     check_dataset(settings.dataset)
     folder = AdaptFolder(Path(out))
-    folder.claim(settings.record())
+    folder.claim(settings.record(), AdaptSettings(settings.dataset).record())
     bar = tqdm(STEPS.items(), total=len(STEPS), desc=f"adapt {settings.dataset}", unit="step",
                disable=not progress)
     for name, step in bar:

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from neurorefiner.errors import InputError
+from neurorefiner.topology.tree_root import TREE_ROOTS
 
 #: the splits an adaptation learns from; test splits are never read
 TRAIN_SPLITS = ("train", "dev")
@@ -34,6 +35,9 @@ class AdaptSettings:
       same data, so a table compares the adapted refiner with baselines that saw what it saw; none by default (a
       lab refining its own stacks needs only the refiner). ``baseline_steps`` 800: from scratch, twice the
       shipped DIADEM baselines' 400, for about the editor's share of the budget.
+    - ``judge_tree_root`` / ``judge_reach_um``: which piece the judge learns the joins of and how far it looks
+      (``train-judge --tree-root --reach-um``); the largest piece and the default reach unless a lab's runs are
+      told the soma or its gaps are longer (on SYNTHETIC zbfwb: the root's piece at 16 um, chosen on val).
     """
 
     dataset: str
@@ -47,6 +51,8 @@ class AdaptSettings:
     baselines: tuple[str, ...] = ()
     baseline_steps: int = 800
     seed: int = 0
+    judge_tree_root: str = "largest"
+    judge_reach_um: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -59,6 +65,10 @@ class AdaptSettings:
         unknown = sorted(set(self.baselines) - set(BASELINES))
         if unknown:
             raise InputError(f"--baselines {','.join(unknown)}: choose from {', '.join(BASELINES)}")
+        if self.judge_tree_root not in TREE_ROOTS:
+            raise InputError(f"--judge-tree-root {self.judge_tree_root}: choose from {', '.join(TREE_ROOTS)}")
+        if self.judge_reach_um is not None and not float(self.judge_reach_um) > 0:
+            raise InputError(f"--judge-reach-um {self.judge_reach_um}: must be a length in um > 0")
         if not 0.0 <= self.faint_gap <= 1.0:
             raise InputError(f"--faint-gap {self.faint_gap}: must be a share in [0, 1]")
 

@@ -37,11 +37,13 @@ class AdaptFolder:
             raise InputError(f"the adaptation record is not valid JSON ({exc}); remove the folder to start afresh",
                              path) from None
 
-    def claim(self, settings: dict[str, Any]) -> dict[str, Any]:
-        """Start or continue the run of ``settings`` here; a folder made with other settings is refused."""
+    def claim(self, settings: dict[str, Any], defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Start or continue the run of ``settings`` here; a folder made with other settings is refused. A setting
+        the folder's record lacks (added to the command after the folder was made) counts as its value in
+        ``defaults``, so an older folder continues under the newer command."""
         record = self.read()
         if record:
-            before = record.get("settings", {})
+            before = {**(defaults or {}), **record.get("settings", {})}
             differ = sorted(k for k in set(before) | set(settings) if before.get(k) != settings.get(k))
             if differ:
                 told = "; ".join(f"{k}: {before.get(k)!r} here, {settings.get(k)!r} asked" for k in differ)

@@ -102,7 +102,8 @@ def train_judge(settings: AdaptSettings, folder: AdaptFolder) -> dict[str, Any]:
 
     train, _ = check_dataset(settings.dataset)
     path, card = fit(settings.dataset, train, list(settings.segmenters), str(folder.root / JUDGE), augment=2,
-                     progress=True, min_support=settings.judge_min_support)
+                     progress=True, min_support=settings.judge_min_support, tree_root=settings.judge_tree_root,
+                     reach_um=settings.judge_reach_um)
     return {"judge": path.name, "card": Path(card).name}
 
 

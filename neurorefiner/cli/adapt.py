@@ -29,12 +29,19 @@ def adapt(dataset: str = typer.Option(..., "--dataset", help="registry name with
                                         help="comma-separated learned baselines to train on the same data too: "
                                              "segfix, transfiner, segrefiner (for tables)"),
           baseline_steps: int = typer.Option(800, "--baseline-steps", help="each baseline's training steps"),
-          seed: int = typer.Option(0, "--seed", help="seed")) -> None:
+          seed: int = typer.Option(0, "--seed", help="seed"),
+          judge_tree_root: str = typer.Option("largest", "--judge-tree-root",
+                                              help="the piece whose joins the judge learns: largest | gold (the "
+                                                   "soma, for runs told it)"),
+          judge_reach_um: float | None = typer.Option(None, "--judge-reach-um",
+                                               help="the longest join (um) the judge learns; default: the "
+                                                    "Inspector's")) -> None:
     """Adapt the refiner (editor and judge) to a dataset's training split, into one folder."""
     from neurorefiner.adaptation.settings import AdaptSettings
 
     settings = AdaptSettings(dataset, _names(segmenters), editor_steps, stage1_samples, stage2_samples, val_samples,
-                             faint_gap, judge_min_support, _names(baselines), baseline_steps, seed)
+                             faint_gap, judge_min_support, _names(baselines), baseline_steps, seed,
+                             judge_tree_root, judge_reach_um)
     from neurorefiner.adaptation.run import adapt as run
 
     card = run(settings, out, progress=is_tty())

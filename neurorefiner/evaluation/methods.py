@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from neurorefiner.agents.learned.training import TREE_ROOTS
 from neurorefiner.errors import InputError
 from neurorefiner.paths import conf_dir
+from neurorefiner.topology.tree_root import TREE_ROOTS
 from neurorefiner.tracing.seeding import gold_root_zyx
 
 

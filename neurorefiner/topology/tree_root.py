@@ -12,6 +12,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+TREE_ROOTS = ("gold", "largest")
+"""Which piece is the tree, in the loop and in the judge's training: the one at the gold's root (the soma the
+root-seeded protocol gives; a judge for runs told the soma learns on the joins those runs meet) or the largest.
+The evaluation's ``tree_root`` setting takes the same names (:mod:`neurorefiner.evaluation.methods`)."""
+
 
 def tree_piece(labels: np.ndarray, sizes: np.ndarray, spacing: Sequence[float],
                root: Sequence[float] | None = None) -> int:

@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("bad", [{"editor_steps": 0}, {"stage1_samples": -3}, {"segmenters": ()},
-                                 {"faint_gap": 1.5}, {"judge_min_support": 0}, {"baselines": ("segfx",)}])
+                                 {"faint_gap": 1.5}, {"judge_min_support": 0}, {"baselines": ("segfx",)},
+                                 {"judge_tree_root": "soma"}, {"judge_reach_um": 0.0}])
 def test_settings_out_of_range_are_refused(bad: dict) -> None:
     with pytest.raises(InputError):
         AdaptSettings("tiny", **bad)
@@ -42,6 +43,35 @@ def test_the_folder_refuses_other_settings_and_continues_its_own(tmp_path: Path)
     assert folder.claim(mine)["steps"]["masks"]["masks"] == {"unet3d/train": 4}
     with pytest.raises(InputError, match="editor_steps: 1500 here, 10 asked"):
         folder.claim(AdaptSettings("tiny", editor_steps=10).record())
+
+
+def test_a_folder_made_before_a_setting_existed_continues_at_that_settings_default(tmp_path: Path) -> None:
+    folder = AdaptFolder(tmp_path / "r")
+    older = {k: v for k, v in AdaptSettings("tiny").record().items() if not k.startswith("judge_tree_root")
+             and k != "judge_reach_um"}  # a record written before the judge's piece and reach were settings
+    folder.claim(older)
+    defaults = AdaptSettings("tiny").record()
+    folder.claim(AdaptSettings("tiny").record(), defaults)  # the defaults: the same run, continued
+    with pytest.raises(InputError, match="judge_tree_root: 'largest' here, 'gold' asked"):
+        folder.claim(AdaptSettings("tiny", judge_tree_root="gold").record(), defaults)
+
+
+def test_the_judge_step_learns_on_the_piece_and_reach_it_is_told(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import neurorefiner.adaptation.steps as steps
+    import neurorefiner.agents.learned.training as training
+
+    seen: dict = {}
+
+    def fake_fit(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.update(kwargs)
+        return tmp_path / "judge.json", tmp_path / "judge.md"
+
+    monkeypatch.setattr(training, "train_judge", fake_fit)
+    steps.train_judge(AdaptSettings("tiny", judge_tree_root="gold", judge_reach_um=16.0), AdaptFolder(tmp_path))
+    assert seen["tree_root"] == "gold" and seen["reach_um"] == 16.0
+    assert "--judge-tree-root gold --judge-reach-um 16.0" in rebuild_command(
+        AdaptSettings("tiny", judge_tree_root="gold", judge_reach_um=16.0).record(), "out")
 
 
 def _fake_steps(calls: list[str], fail: str | None = None) -> dict:
@@ -154,3 +184,11 @@ def test_a_training_step_that_fails_or_writes_nothing_is_one_error_naming_its_fo
     made.parent.mkdir(parents=True)
     made.write_bytes(b"x")
     steps._train(["python", "-c", "pass"], made, "the editor's training", "resume it")  # made: no error
+
+
+def test_the_command_refuses_an_unknown_judge_piece_in_one_line_writing_nothing(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["adapt", "--dataset", "tiny", "--out", str(tmp_path / "r"),
+                                      "--judge-tree-root", "soma", "--judge-reach-um", "16"])
+    assert result.exit_code == 2
+    assert "--judge-tree-root soma: choose from gold, largest" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "r").exists()

@@ -17,6 +17,7 @@ import numpy as np
 from neurorefiner.agents.candidates import KINDS, Candidate, CandidateSettings, feature_names, find_candidates
 from neurorefiner.agents.learned.gold_labels import GoldIndex, LabelSettings, attached_piece_labels, label_all
 from neurorefiner.agents.learned.judge import MIN_PRECISION, Judge, ThresholdChoice, choose_threshold, fit_model
+from neurorefiner.topology.tree_root import TREE_ROOTS
 
 
 @dataclass
@@ -76,11 +77,6 @@ def label_case(image: np.ndarray, mask: np.ndarray, gold, spacing: Sequence[floa
     labels = label_all(cands.candidates, index)
     return cands.candidates, attached_piece_labels(cands.candidates, labels, cands.labels, cands.main, index)
 
-
-TREE_ROOTS = ("gold", "largest")
-"""Which piece is the tree, in the loop and in the judge's training: the one at the gold's root (the soma the
-root-seeded protocol gives; a judge for runs told the soma learns on the joins those runs meet) or the largest.
-The evaluation's ``tree_root`` setting takes the same names (:mod:`neurorefiner.evaluation.methods`)."""
 
 MODELS = {"join": "logistic", "remove": "logistic", "prune": "logistic"}
 """The model type per kind: the winner leave-one-stack-out on DIADEM dev (``neurorefiner study ceilings``)."""
