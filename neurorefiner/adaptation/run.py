@@ -27,7 +27,7 @@ def adapt(settings: AdaptSettings, out: Path, progress: bool = True) -> Path:
 
     from neurorefiner.adaptation.card import adapted_card
     from neurorefiner.adaptation.settings import check_dataset
-    from neurorefiner.adaptation.steps import STEPS
+    from neurorefiner.adaptation.steps import PRODUCTS, STEPS
     from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.paths import git_commit
 
@@ -39,8 +39,12 @@ def adapt(settings: AdaptSettings, out: Path, progress: bool = True) -> Path:
     for name, step in bar:
         bar.set_postfix_str(name)
         if folder.done(name):
-            log.info("adapt %s: %s already done", settings.dataset, name)
-            continue
+            missing = [p for p in PRODUCTS.get(name, lambda *_: [])(settings, folder) if not p.exists()]
+            if not missing:
+                log.info("adapt %s: %s already done", settings.dataset, name)
+                continue
+            log.warning("adapt %s: %s is recorded as done but %d of its files are gone (first: %s); making it "
+                        "again", settings.dataset, name, len(missing), missing[0])
         wall, cpu = time.time(), _cpu_seconds()
         details = step(settings, folder)
         folder.finish(name, time.time() - wall, _cpu_seconds() - cpu, details)

@@ -125,6 +125,32 @@ def train_baselines(settings: AdaptSettings, folder: AdaptFolder) -> dict[str, A
     return {"baselines": made}
 
 
+def _mask_files(settings: AdaptSettings, folder: AdaptFolder) -> list[Path]:
+    from neurorefiner.data import get_dataset
+    from neurorefiner.inference.init_masks import mask_dir
+
+    ds = get_dataset(settings.dataset)
+    return [mask_dir(settings.dataset, seg) / f"{case.name}.tif" for seg in settings.segmenters
+            for split in check_dataset(settings.dataset) if split for case in ds.cases(split)]
+
+
+def _shard_files(stage: int) -> Callable[[AdaptSettings, AdaptFolder], list[Path]]:
+    return lambda settings, folder: [folder.work / "shards" / f"stage{stage}" / part / "manifest.json"
+                                     for part in ("train", "val")]
+
+
+PRODUCTS: dict[str, Callable[[AdaptSettings, AdaptFolder], list[Path]]] = {
+    "masks": _mask_files,
+    "stage1_shards": _shard_files(1),
+    "stage2_shards": _shard_files(2),
+    "editor": lambda settings, folder: [folder.root / EDITOR],
+    "judge": lambda settings, folder: [folder.root / JUDGE],
+    "baselines": lambda settings, folder: [folder.root / f"{name}.ckpt" for name in settings.baselines],
+}
+"""The files each step leaves behind. Why: the shards and masks live in ignored folders (``work/``, the mask
+cache), so a fresh checkout of a shipped refiner holds its record but not them; a step whose files are gone is
+made again rather than trusted from the record (Table 6 on a preset trains on that preset's shards)."""
+
 STEPS: dict[str, Callable[[AdaptSettings, AdaptFolder], dict[str, Any]]] = {
     "masks": make_masks,
     "stage1_shards": make_stage_shards(1),

@@ -89,6 +89,7 @@ def test_a_stopped_run_resumes_at_the_step_that_stopped(tmp_path: Path, monkeypa
     import neurorefiner.adaptation.steps as steps
 
     calls: list[str] = []
+    monkeypatch.setattr(steps, "PRODUCTS", {})
     monkeypatch.setattr(steps, "STEPS", _fake_steps(calls, fail="editor"))
     with pytest.raises(RuntimeError):
         adapt_run.adapt(AdaptSettings("tiny"), tmp_path / "r", progress=False)
@@ -102,6 +103,37 @@ def test_a_stopped_run_resumes_at_the_step_that_stopped(tmp_path: Path, monkeypa
     assert list(record["steps"]) == ["masks", "stage1_shards", "stage2_shards", "editor", "judge", "baselines"]
     text = card.read_text()
     assert "neurorefiner adapt --dataset tiny --out" in text and "| all |" in text
+
+
+def test_a_step_whose_files_are_gone_is_made_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh checkout holds a refiner's record but not its ignored shards: Table 6 on that preset needs them."""
+    import neurorefiner.adaptation.steps as steps
+
+    calls: list[str] = []
+    shards = tmp_path / "r" / "work" / "shards" / "stage1" / "train" / "manifest.json"
+    monkeypatch.setattr(steps, "PRODUCTS", {"stage1_shards": lambda settings, folder: [shards]})
+    monkeypatch.setattr(steps, "STEPS", _fake_steps(calls))
+    adapt_run.adapt(AdaptSettings("tiny"), tmp_path / "r", progress=False)
+    calls.clear()
+    adapt_run.adapt(AdaptSettings("tiny"), tmp_path / "r", progress=False)
+    assert calls == ["stage1_shards"]  # recorded as done, but its manifest is not there
+    shards.parent.mkdir(parents=True)
+    shards.write_text("{}")
+    calls.clear()
+    adapt_run.adapt(AdaptSettings("tiny"), tmp_path / "r", progress=False)
+    assert calls == []
+
+
+def test_each_step_names_the_files_it_leaves(tmp_path: Path) -> None:
+    import neurorefiner.adaptation.steps as steps
+
+    assert set(steps.PRODUCTS) == set(steps.STEPS)
+    folder = AdaptFolder(tmp_path)
+    settings = AdaptSettings("tiny", baselines=("segfix",))
+    made = {name: steps.PRODUCTS[name](settings, folder) for name in steps.STEPS}
+    assert made["editor"] == [tmp_path / "editor.ckpt"] and made["baselines"] == [tmp_path / "segfix.ckpt"]
+    assert all(p.name == "manifest.json" for p in made["stage2_shards"]) and len(made["stage2_shards"]) == 2
+    assert made["masks"] and all(p.suffix == ".tif" and "tiny" in p.parts for p in made["masks"])
 
 
 def test_the_rebuild_command_names_only_what_differs_from_the_defaults() -> None:
