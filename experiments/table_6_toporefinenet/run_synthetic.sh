@@ -8,7 +8,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1 WANDB_MODE=offline HF_HUB_OFFLINE=1
 preset=${PRESET:-synthetic_zbfwb}
-.venv/bin/neurorefiner adapt --dataset "$preset" --out "checkpoints/refiners/$preset" --editor-steps 800
+# the preset's adapt line as its card gives it (the same settings continue the folder; other ones are refused)
+case $preset in
+  synthetic_cwmbs_noise) adapt_extra=(--baselines segfix,transfiner,segrefiner --baseline-steps 400) ;;
+  *) adapt_extra=() ;;
+esac
+.venv/bin/python -m neurorefiner adapt --dataset "$preset" --out "checkpoints/refiners/$preset" --editor-steps 800 \
+  "${adapt_extra[@]}"
 for variant in cab adaln cdp hashing scratch_two_stage; do
   .venv/bin/python train.py experiment=table_6_synthetic/$variant dataset="$preset" stage=1
   .venv/bin/python train.py experiment=table_6_synthetic/$variant dataset="$preset" stage=2

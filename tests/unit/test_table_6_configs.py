@@ -156,18 +156,25 @@ def test_synthetic_variant_is_the_diadem_one_on_the_presets_shards(name: str,
         assert Path(own["stages.2.init_from"]) == stage1
 
 
-def test_synthetic_table_scores_each_variant_in_the_presets_learned_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    cfg = _compose("evaluate", [f"experiment={SYNTHETIC_TABLE}"], monkeypatch)
-    assert cfg.dataset.name == PRESET and cfg.split == "test" and cfg.table.name == SYNTHETIC_TABLE
+@pytest.mark.parametrize(("table", "preset", "judge"), [
+    (SYNTHETIC_TABLE, PRESET, f"checkpoints/judge_{PRESET}.json"),
+    ("table_6_toporefinenet_synthetic_cwmbs_noise", "synthetic_cwmbs_noise",
+     "checkpoints/refiners/synthetic_cwmbs_noise/judge.json")])
+def test_synthetic_table_scores_each_variant_in_the_presets_learned_loop(table: str, preset: str, judge: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = _compose("evaluate", [f"experiment={table}"], monkeypatch)
+    assert cfg.dataset.name == preset and cfg.split == "test" and cfg.table.name == table
     assert "SYNTHETIC" in cfg.table.title
     reference = method_node(cfg, "neurorefiner")
     assert reference.agent.inspector._target_.endswith("LearnedInspector")
-    assert Path(reference.agent.inspector.judge).name == f"judge_{PRESET}.json"  # the preset's own refiner
+    assert Path(reference.agent.inspector.judge) == ROOT / judge  # the preset's own refiner
     for variant in VARIANTS:
         node = method_node(cfg, f"t6_{variant}")
-        want = output_checkpoint(_synthetic_variant(variant, monkeypatch))
+        want = output_checkpoint(_compose("train", [f"experiment=table_6_synthetic/{variant}", f"dataset={preset}"],
+                                          monkeypatch))
         assert Path(node.editor_overrides.checkpoint) == want, variant
         assert OmegaConf.to_container(node.loop) == OmegaConf.to_container(reference.loop)
+        assert OmegaConf.to_container(node.agent) == OmegaConf.to_container(reference.agent), variant
     assert {str(r.method) for r in cfg.table.rows} >= set(map(str, cfg.methods))
 
 

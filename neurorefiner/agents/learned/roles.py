@@ -30,6 +30,7 @@ from neurorefiner.agents.learned.advisor import LearnedAdvisor  # noqa: F401 - t
 from neurorefiner.agents.learned.attached_piece import PieceCheck
 from neurorefiner.agents.learned.judge import CropView, Judge
 from neurorefiner.agents.learned.noise_groups import DEFAULT_SPAN, group_noise
+from neurorefiner.agents.learned.visibility import ALL_INPUTS, visible
 from neurorefiner.agents.roles import (
     Advice,
     BlockContext,
@@ -41,7 +42,7 @@ from neurorefiner.agents.roles import (
     Step,
     Verdict,
 )
-from neurorefiner.topology.blocks import block_of_point
+from neurorefiner.topology.blocks import Block, block_of_point
 
 ATTACHED = "FP_ATTACHED"
 """A defect kind beyond the paper's FN / FP: false structure merged into the neuron (a spur, a touching fibre)."""
@@ -112,9 +113,9 @@ def _defect(c: Candidate, p: float) -> Defect:
 
 
 class LearnedInspector:
-    """Flags blocks from the judge's scores of every candidate (module docstring). It always reads the 3D
-    components: Table 5's restricted inputs (MIPs without Betti-0) are an ablation of the heuristic and vlm
-    Inspectors, whose views they change."""
+    """Flags blocks from the judge's scores of every candidate (module docstring). The candidates come from the
+    3D components; with Table 5's restricted inputs (MIPs without Betti-0) only those the given views show are
+    judged (:mod:`neurorefiner.agents.learned.visibility`)."""
 
     name = "learned"
 
@@ -144,28 +145,35 @@ class LearnedInspector:
         return True
 
     def chosen(self, image: np.ndarray, mask: np.ndarray, spacing: Sequence[float],
-               root: Sequence[float] | None = None) -> list[tuple[Candidate, float]]:
+               root: Sequence[float] | None = None, inputs: Sequence[str] = ALL_INPUTS,
+               blocks: Sequence[Block] = ()) -> list[tuple[Candidate, float]]:
         """The candidates the judge and the gates pass; joins grow the piece at ``root`` (ZYX voxels) when
-        given, else the largest piece."""
+        given, else the largest piece. ``inputs`` without ``betti0``: only the candidates the xy MIP (whole, or
+        cut into ``blocks``' tiles) shows."""
         kinds = ("join", "remove", "prune") if self.prune else ("join", "remove")
         found = find_candidates(image, mask, spacing, self.settings, kinds, root)
         cands = found.candidates
         view = (CropView(image, mask, tuple(float(v) for v in spacing), found.levels)  # type: ignore[arg-type]
                 if self.judge.uses_crops else None)
         p, passed = self.judge.decide(cands, view)
+        seen = visible(cands, found.labels, blocks, inputs)
         self.refused = []
-        chosen = choose(cands, p, passed, self.prune, self.gate)
+        chosen = choose(cands, p, passed & seen, self.prune, self.gate)
         if not self.chain_joins:
             return chosen
         from neurorefiner.agents.learned.chains import with_chains
 
-        return with_chains(found, chosen, self.judge, self.gate, view, self.chain_links, self.chain_via_max)
+        chained = with_chains(found, chosen, self.judge, self.gate, view, self.chain_links, self.chain_via_max)
+        if "betti0" in inputs:
+            return chained
+        keep = visible([c for c, _ in chained], found.labels, blocks, inputs)
+        return [cp for cp, k in zip(chained, keep, strict=True) if k]
 
     def inspect(self, view: GlobalView) -> Inspection:
         t0 = time.perf_counter()
         grouped: dict[int, list[Defect]] = {}
         chosen = self.chosen(np.asarray(view.image, np.float32), np.asarray(view.mask, bool), view.spacing,
-                             view.root)
+                             view.root, view.inputs, view.blocks)
         for c, p in chosen:
             where = np.asarray(c.anchors, float).mean(axis=0) if c.kind != "prune" else np.asarray(c.anchors[0], float)
             z, y, x = (int(round(v)) for v in where)
