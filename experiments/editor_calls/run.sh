@@ -23,3 +23,13 @@ if [ "${LOOP:-0}" = 1 ]; then
       table.out="outputs/editor_calls/val_gate_table_$mb"
   done
 fi
+# LOOP_CWMBS=1: the same check on cwmbs_noise's val split with the preset's adapted refiner (its judge learned from
+# the train split, so val is unseen): the gate as shipped (0.3) and off (1.0), root-seeded F1 (the README's figures)
+if [ "${LOOP_CWMBS:-0}" = 1 ]; then
+  for mb in default 1.0; do
+    extra=(); [ "$mb" != default ] && extra=("+editor.decoding.max_brightness=$mb")
+    .venv/bin/python evaluate.py experiment=table_1_synthetic_cwmbs_noise split=val 'methods=[initial,neurorefiner]' \
+      'protocols=[root_seeded]' table=null figures=false save_masks=false progress=false \
+      out_dir="outputs/dev/max_brightness/cwmbs_noise_val_$mb" "${extra[@]}"
+  done
+fi
