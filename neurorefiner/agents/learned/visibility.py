@@ -43,8 +43,9 @@ def _pieces_per_component(view: np.ndarray, labels3d: np.ndarray) -> np.ndarray:
     """For each 2D component of ``view``: how many 3D pieces project into it."""
     z, y, x = np.nonzero(labels3d)
     comp, piece = view[y, x], labels3d[z, y, x].astype(np.int64)
-    pairs = np.unique(comp * (int(piece.max(initial=0)) + 1) + piece)
-    return np.bincount(pairs // (int(piece.max(initial=0)) + 1), minlength=int(view.max(initial=0)) + 1)
+    stride = int(piece.max(initial=0)) + 1
+    pairs = np.unique(comp * stride + piece)
+    return np.bincount(pairs // stride, minlength=int(view.max(initial=0)) + 1)
 
 
 def _seen_in(view: np.ndarray, per_component: np.ndarray, c: Candidate) -> bool:
