@@ -129,9 +129,9 @@ def _mask_files(settings: AdaptSettings, folder: AdaptFolder) -> list[Path]:
     from neurorefiner.data import get_dataset
     from neurorefiner.inference.init_masks import mask_dir
 
-    ds = get_dataset(settings.dataset)
-    return [mask_dir(settings.dataset, seg) / f"{case.name}.tif" for seg in settings.segmenters
-            for split in check_dataset(settings.dataset) if split for case in ds.cases(split)]
+    ds, splits = get_dataset(settings.dataset), [s for s in check_dataset(settings.dataset) if s]
+    names = [case.name for split in splits for case in ds.cases(split)]
+    return [mask_dir(settings.dataset, seg) / f"{name}.tif" for seg in settings.segmenters for name in names]
 
 
 def _shard_files(stage: int) -> Callable[[AdaptSettings, AdaptFolder], list[Path]]:
