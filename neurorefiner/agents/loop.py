@@ -12,6 +12,10 @@ At most ``max_defects_per_round`` defects are worked on per round (every block's
 block's noise, each in the Inspector's order); the rest wait for the next round. A mask of 10,000 specks
 therefore costs ``t_max`` capped rounds, not 10,000 edits.
 
+When the soma (``root``) is known, no accepted edit may cut its piece away: an edit that deletes the voxel at
+the soma, removes part of its piece as noise, or splits it is refused whatever the Validator said
+(:mod:`neurorefiner.agents.soma_guard`; it holds in every Table 3 row, since the soma is an input, not a role).
+
 Every decision goes to the trace as it is made; a run restarted on the same inputs and settings takes
 finished rounds' inspections and finished blocks from the trace instead of recomputing them.
 """
@@ -47,6 +51,7 @@ from neurorefiner.agents.roles import (
     Validator,
     Verdict,
 )
+from neurorefiner.agents.soma_guard import SomaPiece
 from neurorefiner.agents.trace import array_hash, decode_mask, encode_mask
 from neurorefiner.topology.blocks import Block, Slices, expand, grid_blocks, slices_from_list, slices_to_list
 
@@ -189,6 +194,19 @@ def _guarded(emit: Emit, step: Step | None, rnd: int, block: int | None, role: s
         raise
 
 
+def _soma_kept(ctx: BlockContext, defect: Defect, advice: Advice, after: np.ndarray, verdict: Verdict) -> Verdict:
+    """``verdict``, turned into a refusal when an accepted edit would cut the soma's piece away
+    (:mod:`neurorefiner.agents.soma_guard`; only when the soma is known)."""
+    if not verdict.accept or ctx.soma is None:
+        return verdict
+    region_after = ctx.mask.copy()
+    region_after[advice.frame.window] = after
+    why = ctx.soma.refusal(defect.kind, ctx.mask, region_after)
+    if why is None:
+        return verdict
+    return Verdict(False, f"refused to keep the soma: {why}", verdict.info, {**verdict.checks, "soma": why})
+
+
 def refine_block(ctx: BlockContext, flag: Flag, defects: list[tuple[int, Defect]], agents: Agents, editor: Editor,
                  t_max: int, validate: bool = True, emit: Emit | None = None, input_hash: str | None = None
                  ) -> BlockOutcome:
@@ -242,6 +260,7 @@ def refine_block(ctx: BlockContext, flag: Flag, defects: list[tuple[int, Defect]
                                    agents.validator.validate, ctx, flag, defect, advice, before, after, step)
             else:
                 verdict = keep_everything("kept without validation (ablation)")
+            verdict = _soma_kept(ctx, defect, advice, after, verdict)
             seconds["validator"] += verdict.info.seconds
             emit(_decision(step, ctx.round, ctx.block.id, "validator", verdict.info, verdict.as_dict(), input_hash))
             history.append(Attempt(step, advice, verdict, added, removed))
@@ -374,18 +393,21 @@ def _inspect(t: int, view: GlobalView, inspector: Inspector, ablation: Ablation,
 
 def _work_round(t: int, image: np.ndarray, current: np.ndarray, blocks: list[Block], inspection: Inspection,
                 chosen: dict[int, list], agents: Agents, editor: Editor, s: LoopSettings, validate: bool,
-                spacing: tuple[float, float, float], prior: PriorRun, emit: Emit, progress: bool
-                ) -> list[BlockOutcome]:
+                spacing: tuple[float, float, float], prior: PriorRun, emit: Emit, progress: bool,
+                root: tuple[float, float, float] | None = None) -> list[BlockOutcome]:
     """Every chosen block's work on the round's mask (``current`` is read, never written), in threads when
-    ``concurrency`` > 1; a block whose inputs match a finished block of the earlier trace is taken from it."""
+    ``concurrency`` > 1; a block whose inputs match a finished block of the earlier trace is taken from it.
+    With ``root`` (the soma) no edit may cut the soma's piece away (:mod:`neurorefiner.agents.soma_guard`)."""
     from tqdm import tqdm
 
     by_id = {b.id: b for b in blocks}
+    soma = SomaPiece.of(current, root, spacing)
 
     def work(bid: int) -> BlockOutcome:
         block = by_id[bid]
         region = expand(block.slices, (s.halo if s.block_depth else 0, s.halo, s.halo), current.shape)
-        ctx = BlockContext(t, block, region, image[region], current[region].copy(), s.editor_size, spacing)
+        ctx = BlockContext(t, block, region, image[region], current[region].copy(), s.editor_size, spacing,
+                           None if soma is None else soma.in_region(region))
         flag = inspection.flags[bid]
         key = block_key(ctx, flag)
         done = prior.block(t, bid, key)
@@ -417,7 +439,8 @@ def run_loop(image: np.ndarray, mask: np.ndarray, agents: Agents, editor: Editor
              prior: PriorRun | None = None, progress: bool = False,
              root: tuple[float, float, float] | None = None) -> LoopResult:
     """Refine ``mask`` (ZYX bool) against ``image`` (ZYX float32 in [0, 1]); see the module docstring. ``root``
-    (ZYX voxels, the soma) tells the Inspector which piece is the tree to grow. What the Table 3 rows switch off
+    (ZYX voxels, the soma) tells the Inspector which piece is the tree to grow, and keeps that piece from being
+    cut away. What the Table 3 rows switch off
     is :class:`~neurorefiner.agents.ablation.Ablation`'s business, not this function's."""
     emit = emit or (lambda rec: None)
     prior = prior or PriorRun([])
@@ -441,7 +464,7 @@ def run_loop(image: np.ndarray, mask: np.ndarray, agents: Agents, editor: Editor
             emit({"type": "round_done", "round": t, "flagged": 0, "converged": True, "mask_hash": array_hash(current)})
             break
         outcomes = _work_round(t, image, current, blocks, inspection, chosen, run_agents, editor, s,
-                               ablation.validates, spacing, prior, emit, progress)
+                               ablation.validates, spacing, prior, emit, progress, root)
         changed = merge(current, outcomes)
         tally.add(t, outcomes)
         summary = {"round": t, "flagged": len(chosen), "defects": sum(len(v) for v in chosen.values()),

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from neurorefiner.topology.blocks import Block, Slices, slices_from_list, slices_to_list
 from neurorefiner.topology.instructions import Instruction, parse_instruction
+
+if TYPE_CHECKING:
+    from neurorefiner.agents.soma_guard import RegionSoma
 
 ErrorKind = Literal["FN", "FP"]
 KINDS: tuple[str, ...] = ("FN", "FP")
@@ -200,6 +203,7 @@ class BlockContext:
     mask: np.ndarray                # region mask (the working copy: accepted edits of this block applied)
     editor_size: tuple[int, int, int]
     spacing: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    soma: RegionSoma | None = None  # the soma's piece in this region when the soma is known (agents.soma_guard)
     _components: tuple[np.ndarray, int, np.ndarray] | None = field(default=None, init=False, repr=False,
                                                                      compare=False)
 

@@ -100,7 +100,7 @@ class NeuroRefiner:
     """
 
     needs_initial = True
-    cache_version = "1"  # bump when a change of this code changes its masks: cached rows are then remade
+    cache_version = "2"  # bump when a change of this code changes its masks: cached rows are then remade
 
     def __init__(self, agent: Any, loop: Any = None, editor: Any = None, t_max: int = 5,
                  agent_overrides: Any = None, trace_dir: str | None = None, editor_overrides: Any = None,
