@@ -113,6 +113,18 @@ def test_the_check_reads_the_piece_size_and_its_signal_against_the_tree() -> Non
     assert check.passes(remove)
 
 
+def test_a_tree_smaller_than_the_piece_is_no_reference_when_asked() -> None:
+    """The soma's piece is brighter than any neurite: with ``skip_small_tree`` a dim piece larger than the
+    tree is judged on its gap alone, and a tree larger than the piece still checks it."""
+    soma_join = _join(4579, 0.45, 0.90)
+    soma_join.features["log_size_big"] = float(np.log1p(3655))
+    assert not PieceCheck().passes(soma_join)
+    assert PieceCheck(skip_small_tree=True).passes(soma_join)
+    big_tree = _join(4579, 0.45, 0.90)
+    big_tree.features["log_size_big"] = float(np.log1p(20000))
+    assert not PieceCheck(skip_small_tree=True).passes(big_tree)
+
+
 @pytest.mark.parametrize("kwargs", [{"min_size": -1}, {"min_signal": -0.1}, {"min_signal": 1.5}])
 def test_bad_settings_are_refused(kwargs: dict) -> None:
     with pytest.raises(ValueError):
@@ -127,3 +139,4 @@ def test_the_agent_config_holds_the_check_at_its_defaults() -> None:
     node = OmegaConf.load(conf_dir() / "agent" / "learned.yaml").inspector
     assert node.join_piece_min_size == PieceCheck.min_size
     assert node.join_piece_min_signal == PieceCheck.min_signal
+    assert node.join_piece_skip_small_tree == PieceCheck.skip_small_tree

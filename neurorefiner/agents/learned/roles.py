@@ -124,7 +124,8 @@ class LearnedInspector:
                  join_signal_min: float = 0.25, join_max_crowding: float = 4, group_noise: bool = True,
                  noise_span: Sequence[int] = DEFAULT_SPAN, chain_joins: bool = False, chain_links: int = 2,
                  chain_via_max: int = 50, join_piece_min_size: int = PieceCheck.min_size,
-                 join_piece_min_signal: float = PieceCheck.min_signal) -> None:
+                 join_piece_min_signal: float = PieceCheck.min_signal,
+                 join_piece_skip_small_tree: bool = PieceCheck.skip_small_tree) -> None:
         self.judge = _load_judge(judge)
         self.chain_joins, self.chain_links, self.chain_via_max = bool(chain_joins), int(chain_links), int(chain_via_max)
         self.group_noise = bool(group_noise)
@@ -133,7 +134,8 @@ class LearnedInspector:
                                           prune_min_piece=prune_min_piece, prune_min_um=prune_min_um)
         self.prune = bool(prune)
         self.join_signal_min, self.join_max_crowding = float(join_signal_min), float(join_max_crowding)
-        self.piece = PieceCheck(int(join_piece_min_size), float(join_piece_min_signal))
+        self.piece = PieceCheck(int(join_piece_min_size), float(join_piece_min_signal),
+                                bool(join_piece_skip_small_tree))
         self.refused: list[dict] = []   # joins the piece check turned down in the last inspection (the trace's)
 
     def gate(self, c: Candidate) -> bool:
