@@ -9,7 +9,8 @@ export OMP_NUM_THREADS=1
 out=outputs/dev/soma_piece_check
 common=("methods=[initial,neurorefiner]" "protocols=[root_seeded]" table=null figures=false save_masks=false progress=false)
 parts=${PARTS:-"val fresh"}
-[[ " $parts " == *" val "* ]] && for run in checked:agent.inspector.join_piece_min_signal=0.6 off:agent.inspector.join_piece_min_signal=0.0 \
+want() { [[ " $parts " == *" $1 "* ]]; }
+want val && for run in checked:agent.inspector.join_piece_min_signal=0.6 off:agent.inspector.join_piece_min_signal=0.0 \
            skip_small_tree:agent.inspector.join_piece_skip_small_tree=true; do
   name=zbfwb_val_${run%%:*}
   python evaluate.py experiment=table_2_synthetic_zbfwb split=val "${common[@]}" "${run#*:}" out_dir=$out/$name
@@ -22,10 +23,11 @@ done
 # own cache folder; the test volumes themselves are not read)
 fresh=("dataset.seed=2031" "dataset.root=data/cache/synth/synthetic_zbfwb_fresh2031" dataset.n_train=0 dataset.n_val=0
        dataset.n_test=4 split=test)
-[[ " $parts " == *" fresh "* ]] && for run in checked:agent.inspector.join_piece_min_signal=0.6 skip_small_tree:agent.inspector.join_piece_skip_small_tree=true; do
+want fresh && for run in checked:agent.inspector.join_piece_min_signal=0.6 skip_small_tree:agent.inspector.join_piece_skip_small_tree=true; do
   name=zbfwb_fresh_${run%%:*}
   python evaluate.py experiment=table_2_synthetic_zbfwb "${fresh[@]}" "${common[@]}" "${run#*:}" out_dir=$out/$name
   neurorefiner study rows-table "$out/$name" --split test --method initial --method neurorefiner \
     --title "soma piece check: $name (${run#*:}; fresh renders, seed 2031)" --command "experiments/soma_piece_check/run.sh" \
     --target "experiments/soma_piece_check/$name.md"
 done
+exit 0
