@@ -199,9 +199,7 @@ def _soma_kept(ctx: BlockContext, defect: Defect, advice: Advice, after: np.ndar
     (:mod:`neurorefiner.agents.soma_guard`; only when the soma is known)."""
     if not verdict.accept or ctx.soma is None:
         return verdict
-    region_after = ctx.mask.copy()
-    region_after[advice.frame.window] = after
-    why = ctx.soma.refusal(defect.kind, ctx.mask, region_after)
+    why = ctx.soma.refusal(defect.kind, ctx.mask, advice.frame.window, after)
     if why is None:
         return verdict
     return Verdict(False, f"refused to keep the soma: {why}", verdict.info, {**verdict.checks, "soma": why})
@@ -440,8 +438,8 @@ def run_loop(image: np.ndarray, mask: np.ndarray, agents: Agents, editor: Editor
              root: tuple[float, float, float] | None = None) -> LoopResult:
     """Refine ``mask`` (ZYX bool) against ``image`` (ZYX float32 in [0, 1]); see the module docstring. ``root``
     (ZYX voxels, the soma) tells the Inspector which piece is the tree to grow, and keeps that piece from being
-    cut away. What the Table 3 rows switch off
-    is :class:`~neurorefiner.agents.ablation.Ablation`'s business, not this function's."""
+    cut away. What the Table 3 rows switch off is :class:`~neurorefiner.agents.ablation.Ablation`'s business,
+    not this function's."""
     emit = emit or (lambda rec: None)
     prior = prior or PriorRun([])
     s = settings

@@ -37,22 +37,27 @@ class RegionSoma:
     piece: np.ndarray
     seed: tuple[int, int, int] | None
 
-    def refusal(self, kind: str, before: np.ndarray, after: np.ndarray) -> str | None:
-        """Why the edit from region mask ``before`` to ``after`` (bool, region shape) must be refused, or None.
-        ``kind`` is the defect's kind (``FP`` noise, ``FN`` break, or another)."""
+    def refusal(self, kind: str, region: np.ndarray, window: Slices, after: np.ndarray) -> str | None:
+        """Why the edit that writes ``after`` into ``window`` of region mask ``region`` (bool) must be refused, or
+        None. ``kind`` is the defect's kind (``FP`` noise, ``FN`` break, or another). Only the window is read
+        unless the edit deletes voxels of the piece (an edit changes nothing outside its window)."""
         from neurorefiner.topology.components import label_components
 
-        before, after = np.asarray(before, bool), np.asarray(after, bool)
-        lost = self.piece & before & ~after
+        region, after = np.asarray(region, bool), np.asarray(after, bool)
+        lost = self.piece[window] & region[window] & ~after
         n_lost = int(lost.sum())
         if n_lost == 0:
             return None
-        if self.seed is not None and lost[self.seed]:
-            return "the edit deletes the mask voxel at the soma"
+        if self.seed is not None:
+            local = tuple(v - w.start for v, w in zip(self.seed, window))
+            if all(0 <= v < n for v, n in zip(local, lost.shape)) and lost[local]:
+                return "the edit deletes the mask voxel at the soma"
         if kind == NOISE:
             return f"a noise removal deletes {n_lost} voxels of the soma's piece"
-        _, n_before = label_components(self.piece & before)
-        _, n_after = label_components(self.piece & after)
+        kept = self.piece & region
+        _, n_before = label_components(kept)
+        kept[window] &= after
+        _, n_after = label_components(kept)
         if n_after > n_before:
             return f"the edit splits the soma's piece ({n_before} -> {n_after} parts in this region)"
         return None

@@ -49,10 +49,13 @@ def test_noise_removal_elsewhere_still_goes_through() -> None:
     assert (out[4:7, 8:11, 2:62]).all()
 
 
+WHOLE = (slice(0, 32), slice(0, 64), slice(0, 64))   # an edit whose window is the whole region
+
+
 def region_soma(mask: np.ndarray, root: tuple[float, float, float]) -> RegionSoma:
     soma = SomaPiece.of(mask, root, (1.0, 1.0, 1.0))
     assert soma is not None
-    region = soma.in_region(tuple(slice(0, n) for n in mask.shape))
+    region = soma.in_region(WHOLE)
     assert region is not None
     return region
 
@@ -61,7 +64,7 @@ def test_a_noise_removal_may_not_touch_the_somas_piece() -> None:
     _, mask, root = tree_with_soma_end()
     after = mask.copy()
     after[4:7, 8:11, 58:62] = False       # the far tip of the tree, away from the soma
-    why = region_soma(mask, root).refusal("FP", mask, after)
+    why = region_soma(mask, root).refusal("FP", mask, WHOLE, after)
     assert why is not None and "noise removal" in why
 
 
@@ -70,10 +73,10 @@ def test_a_cut_that_splits_the_somas_piece_is_refused_and_a_tip_cut_is_not() -> 
     soma = region_soma(mask, root)
     split = mask.copy()
     split[4:7, 8:11, 30:33] = False
-    assert "splits" in (soma.refusal("FP_ATTACHED", mask, split) or "")
+    assert "splits" in (soma.refusal("FP_ATTACHED", mask, WHOLE, split) or "")
     tip = mask.copy()
     tip[4:7, 8:11, 50:62] = False
-    assert soma.refusal("FP_ATTACHED", mask, tip) is None
+    assert soma.refusal("FP_ATTACHED", mask, WHOLE, tip) is None
 
 
 def test_the_soma_misses_a_region_without_its_piece() -> None:
@@ -85,3 +88,17 @@ def test_the_soma_misses_a_region_without_its_piece() -> None:
     assert outside is not None and outside.seed is None
     assert SomaPiece.of(mask, None, (1.0, 1.0, 1.0)) is None
     assert SomaPiece.of(np.zeros_like(mask), root, (1.0, 1.0, 1.0)) is None
+
+
+def test_the_rule_reads_the_edit_in_its_window() -> None:
+    _, mask, root = tree_with_soma_end()
+    soma = region_soma(mask, root)
+    near = (slice(0, 32), slice(0, 64), slice(0, 21))
+    cleared = mask[near].copy()
+    cleared[4:7, 8:11, 2:21] = False
+    assert "soma" in (soma.refusal("FP_ATTACHED", mask, near, cleared) or "")
+    far = (slice(0, 32), slice(0, 64), slice(40, 64))
+    tip = mask[far].copy()
+    tip[4:7, 8:11, 10:22] = False           # x = 50..61 of the volume: the far tip
+    assert soma.refusal("FP_ATTACHED", mask, far, tip) is None
+    assert "noise removal" in (soma.refusal("FP", mask, far, tip) or "")
