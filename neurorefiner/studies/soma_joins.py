@@ -1,17 +1,13 @@
-"""What the learned Inspector makes of the joins at the soma's piece of one SYNTHETIC zbfwb stack's initial mask.
+"""What the learned Inspector makes of the joins at the soma's piece of one SYNTHETIC zbfwb stack's initial mask
+(``neurorefiner study soma-joins CASE SPLIT``; experiments/soma_piece_check/): why a tree stays at its soma.
 
-    .venv/bin/python experiments/soma_piece_check/join_probe.py synthetic_zbfwb_test_001 test
-    .venv/bin/python experiments/soma_piece_check/join_probe.py synthetic_zbfwb_val_004 val
-
-Takes the U-Net's initial mask as the evaluation does (cached, remade when the stack differs) and prints the soma's
+Takes the U-Net's initial mask as the evaluation does (cached, remade when the stack differs) and lists the soma's
 piece, each join candidate from it (judge probability, whether the judge and the gates pass it, the piece check's
 reading) and how far the largest pieces lie from it.
 The preset's Inspector settings (conf/refiner/synthetic_zbfwb.yaml).
 """
 
 from __future__ import annotations
-
-import sys
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -27,7 +23,8 @@ from neurorefiner.topology.tree_root import nearest_foreground
 from neurorefiner.tracing.seeding import gold_root_zyx
 
 
-def main(case_name: str, split: str) -> None:
+def soma_joins(case_name: str, split: str) -> list[str]:
+    """The probe's lines for ``case_name`` of ``split``."""
     root_dir = project_root()
     case = next(c for c in get_dataset("synthetic_zbfwb").cases(split) if c.name == case_name)
     vol = case.image()
@@ -39,7 +36,8 @@ def main(case_name: str, split: str) -> None:
     sizes[0] = 0
     seed = tuple(int(v) for v in nearest_foreground(mask, root, spacing))
     main_piece = labels[seed]
-    print(f"{case_name}: {n} pieces, the soma's piece {sizes[main_piece]} voxels (seed {seed}), largest {sizes.max()}")
+    lines = [f"{case_name}: {n} pieces, the soma's piece {sizes[main_piece]} voxels (seed {seed}), "
+             f"largest {sizes.max()}"]
     inspector = LearnedInspector(judge=root_dir / "checkpoints/judge_synthetic_zbfwb.json", reach_um=16.0,
                                  join_signal_min=-1.0)
     found = find_candidates(image, mask, spacing, inspector.settings, ("join",), root)
@@ -47,14 +45,12 @@ def main(case_name: str, split: str) -> None:
     p, passed = inspector.judge.decide(found.candidates, view)
     for c, pc, ok in sorted(zip(found.candidates, p, passed), key=lambda t: -t[1]):
         f = c.features
-        print(f"join p={pc:.3f} judge={bool(ok)} gates={inspector.gate(c)} gap={f['gap_um']:.2f} um "
+        lines.append(f"join p={pc:.3f} judge={bool(ok)} gates={inspector.gate(c)} gap={f['gap_um']:.2f} um "
               f"far piece {sizes[c.pieces[0]]} voxels, signal {f['small_signal_p50']:.2f} vs tree "
               f"{f['big_signal_p50']:.2f} (piece check applies: {inspector.piece.applies(c)})")
     tree = cKDTree(np.argwhere(labels == main_piece) * spacing)
     for q in [int(q) for q in np.argsort(-sizes)[:8] if sizes[q] and q != main_piece]:
         d, _ = tree.query(np.argwhere(labels == q)[::7] * spacing)
-        print(f"piece of {sizes[q]} voxels: {d.min():.1f} um from the soma's piece")
+        lines.append(f"piece of {sizes[q]} voxels: {d.min():.1f} um from the soma's piece")
+    return lines
 
-
-if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
