@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -83,6 +83,21 @@ def result_reason(result: Any) -> str | None:
     return None if reason is None else str(reason)
 
 
+def result_declined(result: Any) -> bool:
+    """Whether the editor refused the edit on the evidence (:attr:`EditResult.declined`); an editor that
+    returns a bare mask never declines."""
+    return bool(getattr(result, "declined", False))
+
+
+class EditorOutput(NamedTuple):
+    """What :func:`run_editor` hands the loop: the window's new mask, the editor's reason (if it gave one)
+    and whether it declined the edit on the evidence."""
+
+    mask: np.ndarray
+    reason: str | None
+    declined: bool
+
+
 def frame_around(centre: Sequence[float], size: Sequence[int], region_shape: Sequence[int]) -> EditFrame:
     """An editor frame of ``size`` centred on ``centre`` (region coordinates), moved inside the region;
     padded (evenly) only along axes where the region is smaller than the editor."""
@@ -108,9 +123,9 @@ def frame_context(frame: EditFrame, mask: np.ndarray, halo: int) -> np.ndarray |
 
 
 def run_editor(editor: Editor, frame: EditFrame, image: np.ndarray, mask: np.ndarray,
-               instruction: Instruction, context_halo: int = 4) -> tuple[np.ndarray, str | None]:
+               instruction: Instruction, context_halo: int = 4) -> EditorOutput:
     """Edit the frame of a region: crop, pad, call the editor (with the frame's surroundings when it takes
-    a ``context``), crop back. Returns the window's new mask and the editor's reason, if it gave one."""
+    a ``context``), crop back."""
     img = np.asarray(image[frame.window], dtype=np.float32)
     msk = np.asarray(mask[frame.window], dtype=bool)
     if any(a or b for a, b in frame.pad):
@@ -124,4 +139,4 @@ def run_editor(editor: Editor, frame: EditFrame, image: np.ndarray, mask: np.nda
     out = result_mask(result, img.shape)
     if any(a or b for a, b in frame.pad):
         out = out[tuple(slice(a, n - b) for (a, b), n in zip(frame.pad, out.shape))]
-    return out, result_reason(result)
+    return EditorOutput(out, result_reason(result), result_declined(result))

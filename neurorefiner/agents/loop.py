@@ -6,7 +6,10 @@ function of the block's region (image and mask of the block with a halo) and its
 over threads here and could map over a cluster unchanged. All blocks of a round start from the same
 mask; their accepted edits are merged afterwards in block order, each as the voxels it changed.
 Defects that exhausted their tries are escalated (listed for a person) and not retried in later rounds
-(a deterministic advisor would only repeat itself); set ``retry_failed`` to retry them.
+(a deterministic advisor would only repeat itself); set ``retry_failed`` to retry them. With
+``retry_declined`` off, a defect whose edit the editor declined on the evidence (a bridge too dark, pieces the
+image shows) is escalated at once: another frame would only be a search for a window that gets past the
+editor's own judgement.
 
 At most ``max_defects_per_round`` defects are worked on per round (every block's breaks before any
 block's noise, each in the Inspector's order); the rest wait for the next round. A mask of 10,000 specks
@@ -87,6 +90,7 @@ class LoopSettings:
     inspector_inputs: tuple[str, ...] = INSPECTOR_INPUTS   # Table 5
     concurrency: int = 1
     retry_failed: bool = False
+    retry_declined: bool = True
     generic_instruction: str = "Repair break at center-center-center"
 
     def __post_init__(self) -> None:
@@ -206,10 +210,11 @@ def _soma_kept(ctx: BlockContext, defect: Defect, advice: Advice, after: np.ndar
 
 
 def refine_block(ctx: BlockContext, flag: Flag, defects: list[tuple[int, Defect]], agents: Agents, editor: Editor,
-                 t_max: int, validate: bool = True, emit: Emit | None = None, input_hash: str | None = None
-                 ) -> BlockOutcome:
+                 t_max: int, validate: bool = True, emit: Emit | None = None, input_hash: str | None = None,
+                 retry_declined: bool = True) -> BlockOutcome:
     """One block's work: each defect gets up to ``t_max`` advisor -> edit -> validate tries; accepted edits
-    are applied to the region (``ctx.mask``) before the next defect. Pure apart from ``emit``."""
+    are applied to the region (``ctx.mask``) before the next defect. Without ``retry_declined`` the tries of
+    a defect stop at the first edit the editor declined on the evidence. Pure apart from ``emit``."""
     emit = emit or (lambda rec: None)
     edits: list[Edit] = []
     statuses: list[dict] = []
@@ -244,7 +249,7 @@ def refine_block(ctx: BlockContext, flag: Flag, defects: list[tuple[int, Defect]
                 break
             before = ctx.mask[advice.frame.window].copy()
             t0 = time.perf_counter()
-            after, why = run_editor(editor, advice.frame, ctx.image, ctx.mask, advice.instruction)
+            after, why, declined = run_editor(editor, advice.frame, ctx.image, ctx.mask, advice.instruction)
             dt = time.perf_counter() - t0
             seconds["editor"] += dt
             added, removed = int((after & ~before).sum()), int((before & ~after).sum())
@@ -270,6 +275,9 @@ def refine_block(ctx: BlockContext, flag: Flag, defects: list[tuple[int, Defect]
                 window = tuple(slice(s.start + o, s.stop + o) for s, o in zip(advice.frame.window, ctx.origin))
                 edits.append(Edit(window, before, after))  # type: ignore[arg-type]
                 status["status"] = "fixed"
+                break
+            if declined and not retry_declined:
+                status["reason"] = f"the editor declined it: {why}"
                 break
         statuses.append(status)
     return BlockOutcome(ctx.block.id, edits, statuses, {k: round(v, 4) for k, v in seconds.items()})
@@ -412,7 +420,7 @@ def _work_round(t: int, image: np.ndarray, current: np.ndarray, blocks: list[Blo
         if done is not None:
             done.seconds = {**done.seconds, "reused": True}
             return done
-        out = refine_block(ctx, flag, chosen[bid], agents, editor, s.t_max, validate, emit, key)
+        out = refine_block(ctx, flag, chosen[bid], agents, editor, s.t_max, validate, emit, key, s.retry_declined)
         emit({"type": "block_done", "round": t, "block": bid, "input_hash": key, "outcome": out.as_dict()})
         return out
 

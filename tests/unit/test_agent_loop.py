@@ -111,6 +111,34 @@ def test_escalation_when_every_try_is_rejected() -> None:
     assert (res.mask == mask).all()
 
 
+class DecliningEditor:
+    """An editor that finds every edit unsupported by the image: the mask unchanged, declined."""
+
+    class Result:
+        def __init__(self, mask):  # type: ignore[no-untyped-def]
+            self.mask, self.reason, self.declined = mask, "the best bridge is over the limits", True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def edit(self, image_block, mask_block, instruction):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        return self.Result(np.asarray(mask_block, bool).copy())
+
+
+@pytest.mark.parametrize("retry_declined,calls", [(True, 5), (False, 1)])
+def test_a_declined_edit_is_escalated_at_once_unless_declined_edits_are_retried(retry_declined: bool,
+                                                                                 calls: int) -> None:
+    image, mask = cut_tube()
+    lines = [f"Repair break at {w}-left-front" for w in ("top", "center", "bottom", "top", "center")]
+    agents = Agents(ScriptedInspector([{0: "FN"}]), ScriptedAdvisor(lines), ScriptedValidator([False] * 5))
+    editor = DecliningEditor()
+    res = run_loop(image, mask, agents, editor, LoopSettings(block_size=64, retry_declined=retry_declined))
+    assert editor.calls == calls
+    assert res.counts["escalated"] == 1 and res.escalated[0][0]["attempts"] == calls
+    assert res.escalated[0][0]["reason"].startswith("the editor declined") != retry_declined
+
+
 def test_editor_results_with_a_reason_are_accepted() -> None:
     image, mask = cut_tube()
     agents = Agents(ScriptedInspector([{0: "FN"}]), ScriptedAdvisor(["Repair break at top-right-rear"]),

@@ -78,10 +78,11 @@ def test_remove_only_what_the_network_rejects_and_say_why_when_nothing_is_remove
     ins = Instruction("remove", "top-center-center")
     keep = decode(mask, mask.astype(np.float32), None, ins)  # the network keeps the blob
     assert not keep.changed and "marks them foreground" in keep.reason
+    assert keep.declined  # the piece was there and the evidence kept it: a judgement, not a miss
     gone = decode(mask, np.zeros(SHAPE, np.float32), None, ins)
-    assert gone.removed_voxels == 9 and np.array_equal(gone.mask, neurite())
+    assert gone.removed_voxels == 9 and np.array_equal(gone.mask, neurite()) and not gone.declined
     empty = decode(neurite(), np.zeros(SHAPE, np.float32), None, Instruction("remove", "top-left-front"))
-    assert not empty.changed and "nothing to remove" in empty.reason
+    assert not empty.changed and "nothing to remove" in empty.reason and not empty.declined
 
 
 def test_remove_trims_a_blob_stuck_to_a_neurite_but_not_the_neurite_flank():
@@ -117,7 +118,7 @@ def test_repair_joins_the_break_along_the_bright_path_where_raw_decoding_leaves_
     gap = true & ~cut
     assert (res.mask & gap).sum() >= 0.9 * gap.sum()  # the gap, at the neurite's own thickness
     assert not (res.mask & ~grow(true, 1)).any()  # at most a voxel beyond the neurite
-    assert res.joins[0].length == 6 and res.joins[0].painted
+    assert res.joins[0].length == 6 and res.joins[0].painted and not res.declined
 
 
 def test_repair_leaves_a_dark_or_long_gap_unchanged_with_the_reason():
@@ -125,10 +126,13 @@ def test_repair_leaves_a_dark_or_long_gap_unchanged_with_the_reason():
     ins = Instruction("repair", "center-center-center")
     dark = decode(cut, np.zeros(SHAPE, np.float32), np.zeros(SHAPE, np.float32), ins)
     assert not dark.changed and np.array_equal(dark.mask, cut) and "darkness" in dark.reason
+    assert dark.declined
     _, long_cut = broken((4, 26))
     long = decode(long_cut, np.ones(SHAPE, np.float32), None, Instruction("repair", "center-center-center"),
                   config={"connect_margin": 10, "max_gap_voxels": 10})
-    assert not long.changed and "gap 22 voxels > 10" in long.reason
+    assert not long.changed and "gap 22 voxels > 10" in long.reason and long.declined
+    nothing = decode(neurite(), np.ones(SHAPE, np.float32), None, Instruction("repair", "center-center-center"))
+    assert not nothing.changed and not nothing.declined  # one piece at the place: nothing was judged
 
 
 def test_a_short_dark_gap_is_bridged_within_short_gap_voxels_and_a_longer_one_is_not():

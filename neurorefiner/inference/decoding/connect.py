@@ -167,4 +167,5 @@ def decode_connect(mask: np.ndarray, prob: np.ndarray, image: np.ndarray | None,
         absorbed = _absorb_slivers(out, mask, box, search, joins, cfg)
     result = EditResult.from_masks(mask, out, "", op=instruction.op, joins=joins)
     result.reason = _connect_reason(result, joins, absorbed, filled, cfg)
+    result.declined = bool(joins) and not result.changed  # a bridge was found, and it broke a limit
     return result

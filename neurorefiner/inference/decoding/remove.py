@@ -73,6 +73,7 @@ def decode_remove(mask: np.ndarray, prob: np.ndarray, region: np.ndarray,
                "the network marks them foreground" if shown == 0 else
                f"the network marks {kept_isolated - shown} foreground and the image shows {shown}")
         result.reason = f"nothing removed: {kept_isolated} isolated piece(s) at the named place, but {why}"
+        result.declined = True
     elif crossing:
         result.reason = (f"nothing to remove: the {crossing} structure(s) at the named place continue beyond "
                          "it (a neurite is never cut)")

@@ -28,6 +28,10 @@ class EditResult:
     remove, the best bridge over the limits); ``reason`` says why in one sentence either way. ``joins``
     lists every bridge considered in order (the last one is the one that stopped the joining when it was
     over the limits), so a caller can see how close a refused edit was.
+
+    ``declined`` is True when the decoding found what the instruction names and refused it on the evidence
+    (the best bridge too dark or too long; isolated pieces the image or the network shows): a judgement on the
+    defect, not on the frame, so the loop need not look for another frame that gets past it.
     """
 
     mask: np.ndarray
@@ -39,6 +43,7 @@ class EditResult:
     decoding: str = "topology"
     removed_pieces: int = 0
     joins: list[Join] = field(default_factory=list)
+    declined: bool = False
 
     @classmethod
     def from_masks(cls, before: np.ndarray, after: np.ndarray, reason: str, **kw: Any) -> EditResult:
