@@ -254,7 +254,8 @@ def refine_block(ctx: BlockContext, flag: Flag, defects: list[tuple[int, Defect]
             seconds["editor"] += dt
             added, removed = int((after & ~before).sum()), int((before & ~after).sum())
             emit(_decision(step, ctx.round, ctx.block.id, "editor", CallInfo("editor", seconds=dt, raw=why),
-                           {"instruction": advice.instruction.format(), "added": added, "removed": removed},
+                           {"instruction": advice.instruction.format(), "added": added, "removed": removed,
+                            "declined": declined},
                            input_hash, window=slices_to_list(tuple(
                                slice(s.start + o, s.stop + o) for s, o in zip(advice.frame.window, ctx.origin))),
                            before=encode_mask(before), after=encode_mask(after)))
