@@ -221,13 +221,30 @@ def needs_server(node: DictConfig) -> bool:
     return str(backend) == "vlm"
 
 
+# settings added after rows were cached, at the value that does what the code did before they existed: left out of
+# the key at that value, so a new switch that is off by default does not remake every cached row
+UNKEYED_DEFAULTS: dict[tuple[str, ...], Any] = {("loop", "retry_declined"): True}
+
+
+def _without_unkeyed_defaults(settings: Any) -> Any:
+    for path, value in UNKEYED_DEFAULTS.items():
+        parent = settings
+        for part in path[:-1]:
+            parent = parent.get(part) if isinstance(parent, dict) else None
+        if isinstance(parent, dict) and path[-1] in parent and parent[path[-1]] == value:
+            del parent[path[-1]]
+    return settings
+
+
 def method_key(node: DictConfig) -> str:
     """A short digest of a method's settings: rows are only reused for the same ones. Paths inside the checkout
     count from its root, so the same settings in another clone or worktree give the same key (the file's bytes
-    enter the row key separately, through the checkpoints it names)."""
+    enter the row key separately, through the checkpoints it names). A setting of :data:`UNKEYED_DEFAULTS` at its
+    listed value is left out."""
     from neurorefiner.paths import project_root
 
-    blob = json.dumps(OmegaConf.to_container(node, resolve=True), sort_keys=True, default=str)
+    settings = _without_unkeyed_defaults(OmegaConf.to_container(node, resolve=True))
+    blob = json.dumps(settings, sort_keys=True, default=str)
     return hashlib.sha256(blob.replace(str(project_root()), "<checkout>").encode()).hexdigest()[:8]
 
 

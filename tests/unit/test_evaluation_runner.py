@@ -204,6 +204,19 @@ def test_the_key_does_not_depend_on_where_the_checkout_lives(tmp_path: Path,
     assert method_key(OmegaConf.create({"agent": {"judge": "/elsewhere/judge.json"}})) != keys[1]
 
 
+def test_a_new_switch_at_its_old_behaviour_keeps_the_key_and_any_other_value_changes_it() -> None:
+    """Adding loop.retry_declined (true = what the loop always did) changed every neurorefiner row's key, so every
+    cached row would have been remade for the same computation."""
+    from omegaconf import OmegaConf
+
+    from neurorefiner.evaluation.methods import method_key
+
+    before = {"t_max": 5, "loop": {"roles": "full"}}
+    at_old = method_key(OmegaConf.create({"t_max": 5, "loop": {"roles": "full", "retry_declined": True}}))
+    assert at_old == method_key(OmegaConf.create(before))
+    assert method_key(OmegaConf.create({"t_max": 5, "loop": {"roles": "full", "retry_declined": False}})) != at_old
+
+
 def test_a_retrained_judge_invalidates_the_cached_row(tmp_path: Path) -> None:
     from omegaconf import OmegaConf
 
