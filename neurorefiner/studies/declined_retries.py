@@ -73,21 +73,23 @@ class GainedPiece:
     box: tuple[tuple[int, int], ...]
 
 
-def soma_tree(mask: np.ndarray, root_zyx: tuple[float, float, float]) -> np.ndarray:
-    """The piece of ``mask`` holding the foreground voxel nearest ``root_zyx`` (voxel units)."""
-    labels, _ = label_components(mask)
-    fg = np.argwhere(labels > 0)
-    if not len(fg):
-        return np.zeros(mask.shape, bool)
-    seed = tuple(fg[np.argmin(((fg - np.asarray(root_zyx)) ** 2).sum(1))])
-    return labels == labels[seed]
+def soma_tree(mask: np.ndarray, root_zyx: tuple[float, float, float], spacing: tuple[float, float, float]
+              ) -> np.ndarray:
+    """The piece of ``mask`` at the soma (:class:`~neurorefiner.agents.soma_guard.SomaPiece`: the piece holding the
+    foreground voxel nearest in um to ``root_zyx``, voxel units); empty for an empty mask."""
+    from neurorefiner.agents.soma_guard import SomaPiece
+
+    soma = SomaPiece.of(mask, root_zyx, spacing)
+    return np.zeros(np.shape(mask), bool) if soma is None else soma.piece
 
 
 def tree_gain(mask_a: np.ndarray, mask_b: np.ndarray, root_zyx: tuple[float, float, float], gold_zyx: np.ndarray,
-              near: float = 3.0, top: int = 5) -> list[GainedPiece]:
+              spacing: tuple[float, float, float] = (1.0, 1.0, 1.0), near: float = 3.0,
+              top: int = 5) -> list[GainedPiece]:
     """The ``top`` largest pieces of A's soma tree that B's soma tree lacks, each measured against the gold nodes
     (``gold_zyx``, voxels)."""
-    gained = soma_tree(np.asarray(mask_a) > 0, root_zyx) & ~soma_tree(np.asarray(mask_b) > 0, root_zyx)
+    gained = (soma_tree(np.asarray(mask_a) > 0, root_zyx, spacing)
+              & ~soma_tree(np.asarray(mask_b) > 0, root_zyx, spacing))
     labels, n = label_components(gained)
     if not n:
         return []

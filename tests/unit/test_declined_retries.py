@@ -41,7 +41,7 @@ def test_tree_gain_finds_the_piece_one_soma_tree_attached_and_measures_it_agains
     a[4, 4:21, 13] = True                  # A joins it to the soma's tree
     gold = np.array([[4, 4, x] for x in range(2, 12)], float)
     root = (4.0, 4.0, 2.0)
-    assert soma_tree(a, root)[4, 20, 20] and not soma_tree(b, root)[4, 20, 20]
+    assert soma_tree(a, root, (1.0, 1.0, 1.0))[4, 20, 20] and not soma_tree(b, root, (1.0, 1.0, 1.0))[4, 20, 20]
     pieces = tree_gain(a, b, root, gold)
     assert pieces[0].voxels == 16 + 17 + 1 and pieces[0].near_gold_share < 0.2
     assert tree_gain(b, b, root, gold) == []

@@ -40,7 +40,9 @@ def tree_gain(dataset: str = typer.Option(..., help="dataset preset, e.g. synthe
     root = gold_root_zyx(gold)
     if root is None:
         raise InputError(f"{case}: its gold tree is empty")
-    pieces = gain(read_mask(mask_a).load(), read_mask(mask_b).load(), root, gold.zyx)
+    a, b = read_mask(mask_a), read_mask(mask_b)
+    spacing = tuple(found[0].spacing or a.spacing)
+    pieces = gain(a.load(), b.load(), root, gold.zyx, spacing)
     typer.echo(f"{case}: pieces of {mask_a.name}'s soma tree (A = {mask_a.parent.name}) that B "
                f"({mask_b.parent.name}) lacks")
     for p in pieces:
