@@ -6,6 +6,8 @@ is unchanged: the tracing and metric settings (:func:`settings_key`, the row fol
 code version, and the bytes of every file it loads (:func:`row_key`): the editor's and segmenter's checkpoints
 and the judge the learned agents actually run, the shipped ``checkpoints/judge.json`` when the config leaves
 ``judge: null``. Anything else changed means another key, so a stale row is never taken for a current one.
+The data are part of it too (:func:`case_data_key`, kept in the row): the same case name under another dataset
+seed or root, or a regenerated preset, holds another volume, and its old row is not that volume's score.
 """
 
 from __future__ import annotations
@@ -25,6 +27,21 @@ from neurorefiner.inference.init_masks import file_sha256, preset_name
 #: keys of a method node whose string value names a file of weights the method loads
 CHECKPOINT_KEYS = ("checkpoint", "ckpt", "ckpt_path", "checkpoint_path", "judge")
 ROLES = ("inspector", "advisor", "validator")
+
+
+def case_data_key(case: Any) -> str:
+    """A short digest of what a case's row is computed from: the bytes of its image, gold SWC and label files
+    and the voxel size and tube radius the dataset gives them. Why: rows were kept by method and scoring
+    settings alone, so an evaluation of fresh volumes (another ``dataset.seed`` or ``dataset.root``, the same
+    case names) into the same ``out_dir`` read back the first volumes' rows and reported their F1."""
+    files = {}
+    for what in ("image_path", "swc_path", "label_path"):
+        path = getattr(case, what, None)
+        files[what] = file_digest(Path(path)) if path is not None and Path(path).exists() else None
+    spacing = getattr(case, "spacing", None)
+    blob = json.dumps({"files": files, "spacing": None if spacing is None else [float(v) for v in spacing],
+                       "label_radius": getattr(case, "label_radius", None)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 def settings_key(cfg: DictConfig) -> str:
@@ -118,10 +135,13 @@ def row_key(node: DictConfig, segmenter: str, dataset: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:8]
 
 
-def table_rows(cfg: DictConfig, split_dir: Path, rows: list[dict], dataset: str | None = None) -> list[dict]:
+def table_rows(cfg: DictConfig, split_dir: Path, rows: list[dict], dataset: str | None = None,
+               data_keys: dict[str, str] | None = None) -> list[dict]:
     """This run's rows plus every row already in ``split_dir`` (any segmenter, e.g. from a multirun over
     ``segmenter`` or ``cases``) made with the current settings, code version and checkpoints of a method the
-    config knows."""
+    config knows. ``data_keys`` (case -> :func:`case_data_key` of the split's current cases): when given, a row
+    joins only if it was made on its case's current data (a row of a case the split no longer holds, or from
+    before rows carried the key, does not)."""
     dataset = dataset or preset_name(str(cfg.dataset.get("name", "")), cfg.dataset.get("subset"))
     keys: dict[tuple[str, str], str] = {}
     out = {(r["segmenter"], r["method"], r["protocol"], r["case"]): r for r in rows}
@@ -135,5 +155,7 @@ def table_rows(cfg: DictConfig, split_dir: Path, rows: list[dict], dataset: str 
         if not path.name.startswith(f"{name}-{keys[(name, segmenter)]}__"):
             continue
         row = json.loads(path.read_text())
+        if data_keys is not None and row.get("data_key") != data_keys.get(str(row.get("case"))):
+            continue
         out.setdefault((row["segmenter"], row["method"], row["protocol"], row["case"]), row)
     return list(out.values())

@@ -9,7 +9,7 @@ never changed: the plan is a separate value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from neurorefiner.data.cases import Case
 from neurorefiner.errors import InputError
-from neurorefiner.evaluation.cache_keys import row_key, settings_key
+from neurorefiner.evaluation.cache_keys import case_data_key, row_key, settings_key
 from neurorefiner.evaluation.methods import method_node, needs_server
 from neurorefiner.inference.init_masks import preset_name
 from neurorefiner.paths import segmenter_dirname
@@ -46,6 +46,13 @@ class Plan:
     save_masks: bool = True
     progress: bool = True
     not_run_reason: str | None = None
+    data_keys: dict[str, str] = field(default_factory=dict)
+
+    def data_key(self, case: Case) -> str:
+        """The digest of ``case``'s data (:func:`case_data_key`); a row is read back only under the same one."""
+        if case.name not in self.data_keys:
+            self.data_keys[case.name] = case_data_key(case)
+        return self.data_keys[case.name]
 
     @property
     def rows_dir(self) -> Path:
@@ -141,4 +148,4 @@ def make_plan(cfg: DictConfig, dataset: Any, cases: list[Case], methods: list[st
                 protocols=check_protocols(cfg), cases=select_cases(cfg, cases), out_dir=Path(cfg.out_dir),
                 settings=settings_key(cfg), dataset_kwargs=ds_kwargs, figures=bool(cfg.get("figures", True)),
                 save_masks=bool(cfg.get("save_masks", True)), progress=bool(cfg.get("progress", True)),
-                not_run_reason=not_run_reason)
+                not_run_reason=not_run_reason, data_keys={c.name: case_data_key(c) for c in cases})

@@ -97,7 +97,8 @@ def score_rows(plan: Plan, name: str, case: Case, outcome: Outcome, protocols: l
                      "protocol": protocol, "segmenter": plan.segmenter, **scores,
                      "seconds_method": round(outcome.seconds, 2),
                      "seconds_score": round(time.perf_counter() - t1, 2), "method_key": plan.keys[name],
-                     "settings_key": plan.settings, "commit": commit, **outcome.extra})
+                     "settings_key": plan.settings, "data_key": plan.data_key(case), "commit": commit,
+                     **outcome.extra})
     return rows
 
 
@@ -106,6 +107,15 @@ def save_row(path: Path, row: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(row))
+
+
+def current_row(path: Path, data_key: str) -> dict | None:
+    """The row kept at ``path`` if it was made on the case's current data (:func:`case_data_key`), else None:
+    a row of other volumes under the same case name, or from before rows carried the key, is made again."""
+    if not path.exists():
+        return None
+    row = json.loads(path.read_text())
+    return row if row.get("data_key") == data_key else None
 
 
 def compute_rows(plan: Plan, tracer: Callable, scorer: Callable) -> tuple[list[dict], Projections, InitialMasks]:
@@ -124,16 +134,20 @@ def compute_rows(plan: Plan, tracer: Callable, scorer: Callable) -> tuple[list[d
         for case in plan.cases:
             bar.set_postfix_str(f"{name} {case.name}")
             files = plan.row_files(name, case.name)
-            todo = [p for p in plan.protocols if not files[p].exists()]
-            rows.extend(json.loads(files[p].read_text()) for p in plan.protocols if p not in todo)
+            kept = {p: current_row(files[p], plan.data_key(case)) for p in plan.protocols}
+            todo = [p for p in plan.protocols if kept[p] is None]
+            rows.extend(row for row in kept.values() if row is not None)
             if todo:
                 if method is None:  # built only when a row is missing (loading an editor costs seconds)
                     traces = trace_dir(plan.out_dir / "traces", plan.split, segmenter_dirname(plan.segmenter),
                                        name, plan.keys[name])
                     method = build_method(plan.nodes[name], traces)
                 outcome = run_method(method, case, initial)
+                saved = plan.mask_dir(name) / f"{case.name}.tif"
                 if plan.save_masks:
-                    write_volume(plan.mask_dir(name) / f"{case.name}.tif", outcome.mask, spacing=outcome.spacing)
+                    write_volume(saved, outcome.mask, spacing=outcome.spacing)
+                else:  # a mask saved with an earlier row no longer belongs to the row now kept under its name
+                    saved.unlink(missing_ok=True)
                 if plan.figures:
                     mips.keep(name, case, outcome.mask, outcome.image, outcome.init)
                 for protocol, row in zip(todo, score_rows(plan, name, case, outcome, todo, tracer, scorer, commit)):
@@ -185,6 +199,7 @@ def evaluate(cfg: DictConfig, dataset, cases: list[Case],  # type: ignore[no-unt
     if cfg.get("table"):
         from neurorefiner.evaluation.paper_tables import write_paper_table
 
-        write_paper_table(cfg, table_rows(cfg, plan.out_dir / "rows" / plan.settings / plan.split, rows),
+        write_paper_table(cfg, table_rows(cfg, plan.out_dir / "rows" / plan.settings / plan.split, rows,
+                                          data_keys=plan.data_keys),
                           dataset, not_run_reason=plan.not_run_reason, synthetic=plan.synthetic)
     return rows

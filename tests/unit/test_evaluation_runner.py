@@ -281,3 +281,32 @@ def test_an_initial_mask_is_remade_when_its_case_holds_another_image(tmp_path: P
                                               dataset_kwargs=kwargs)
         (case,) = get_dataset("tiny", **kwargs).cases("test")
         assert np.array_equal(read_mask(path).load() > 0, otsu_mask(case.image().load()))
+
+
+def test_a_row_made_on_other_data_is_not_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows were kept by the method and the scoring settings alone: fresh volumes (another dataset seed and root,
+    the same case names) evaluated into the same out_dir read back the first volumes' rows and reported their
+    F1 (tiny, Otsu masks: 44.64 reported where the fresh volumes score 7.04)."""
+    from neurorefiner.evaluation.cache_keys import table_rows
+    from neurorefiner.inference import init_masks
+
+    monkeypatch.setattr(init_masks, "cache_dir", lambda: tmp_path / "cache")
+    common = ("methods=[initial]", f"segmenter={init_masks.NAIVE}", "protocols=[root_seeded]", "figures=false")
+    first = _run(_cfg(tmp_path, *common, "dataset.seed=0"))
+    fresh = ("dataset.seed=7", f"dataset.root={tmp_path / 'synth7'}")
+    other = _run(_cfg(tmp_path, *common, *fresh))
+    alone = _run(_cfg(tmp_path, *common, *fresh, f"out_dir={tmp_path / 'alone'}"))
+    assert first[0]["F1"] != alone[0]["F1"]                      # the two seeds' volumes score apart
+    assert other[0]["F1"] == alone[0]["F1"] and other[0]["data_key"] != first[0]["data_key"]
+    # a table of the fresh volumes takes the fresh row only; a row from before rows carried the key is left out
+    split_dir = tmp_path / "out" / "rows" / other[0]["settings_key"] / "test"
+    cfg = _cfg(tmp_path, *common, *fresh)
+    got = table_rows(cfg, split_dir, [], data_keys={other[0]["case"]: other[0]["data_key"]})
+    assert [r["F1"] for r in got] == [alone[0]["F1"]]
+    assert table_rows(cfg, split_dir, [], data_keys={"tiny_test_000": "legacy"}) == []
+    # back on the first volumes: their row is made again, not the fresh volumes' row read back, and the fresh
+    # volume's saved mask, which a figure would have drawn beside that row, is gone when no mask is saved
+    saved = list((tmp_path / "out" / "masks").rglob("*.tif"))
+    assert len(saved) == 1
+    assert _run(_cfg(tmp_path, *common, "dataset.seed=0", "save_masks=false"))[0]["F1"] == first[0]["F1"]
+    assert not saved[0].exists()
