@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from neurorefiner.errors import InputError
 from neurorefiner.evaluation.tables import summarize, write_markdown
 
 SEGMENTER_NAMES = {"unet3d": "3D U-Net", "nnunet_style": "nnU-Net-style"}
@@ -28,7 +29,25 @@ def read_rows(out: Path, split: str, methods: Sequence[str] | None = None,
     if not rows:
         raise FileNotFoundError(f"{out / 'rows'}: no {split} rows of protocol {protocol}"
                                 + (f" for methods {', '.join(methods)}" if methods else ""))
+    check_one_setting(out, split, rows)
     return rows
+
+
+def check_one_setting(out: Path, split: str, rows: Sequence[dict]) -> None:
+    """Each (segmenter, method) must come from one method key. Why: a script re-run after a change of code or
+    settings leaves the earlier run's rows beside the new ones in the same ``out``; averaging them failed deep in
+    the summary with a traceback, and choosing one by date would guess. The error names the keys, their rows and
+    commits, and the files to remove."""
+    keys: dict[tuple[str, str], dict[str, list[dict]]] = {}
+    for r in rows:
+        keys.setdefault((str(r["segmenter"]), str(r["method"])), {}).setdefault(str(r.get("method_key")), []).append(r)
+    for (seg, method), by_key in keys.items():
+        if len(by_key) > 1:
+            held = "; ".join(f"key {k}: {len(rs)} row(s) at {stamp(rs)}" for k, rs in sorted(by_key.items()))
+            raise InputError(f"the {method} rows on {seg} come from {len(by_key)} method settings ({held}): an "
+                             "earlier run under other code or settings left its rows here. Remove the stale ones "
+                             f"(rm {out / 'rows'}/*/{split}/{seg}/{method}-<key>__*.json) or give each run its own "
+                             "out_dir", out / "rows")
 
 
 def order(rows: Sequence[dict], field: str, known: Sequence[str]) -> list[str]:

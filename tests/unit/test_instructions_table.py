@@ -95,3 +95,18 @@ def test_rows_table_cli_labels_and_orders_the_named_methods(tmp_path: Path) -> N
     body = [line for line in lines if line.startswith("| 3D U-Net")]
     assert [line.split(" | ")[1] for line in body] == ["candidate at 3,677 steps", "initial"]
     assert "neurorefiner" not in target.read_text().split("| masks")[1]
+
+
+def test_rows_table_names_the_stale_rows_an_earlier_run_left_instead_of_a_traceback(tmp_path: Path) -> None:
+    """Re-running a script after a change of code left the earlier run's rows beside the new ones in one out_dir;
+    rows-table then stopped with a ValueError traceback from inside the summary."""
+    _fill(tmp_path)
+    stale = {"case": "OP_7", "method": "initial", "protocol": "root_seeded", "segmenter": "unet3d",
+             "method_key": "old", "commit": "0ld0000", "PRE": 0.1, "REC": 0.1, "F1": 0.1, "SSD": 1.0}
+    (tmp_path / "rows" / "s0" / "test" / "unet3d" / "initial-old__root_seeded__OP_7.json").write_text(json.dumps(stale))
+    target = tmp_path / "check.md"
+    result = runner.invoke(app, ["study", "rows-table", str(tmp_path), "--method", "initial", "--title", "Check",
+                                 "--command", "c.sh", "--target", str(target)])
+    assert result.exit_code == 2, result.output
+    assert "key old: 1 row(s) at commit `0ld0000`" in result.output and "initial-<key>__" in result.output
+    assert not target.exists()
