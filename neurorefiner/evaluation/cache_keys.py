@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from neurorefiner.errors import InputError
 from neurorefiner.evaluation.methods import method_class, method_key, method_node
-from neurorefiner.inference.init_masks import file_sha256, preset_name
+from neurorefiner.inference.init_masks import file_digest, preset_name
 
 #: keys of a method node whose string value names a file of weights the method loads
 CHECKPOINT_KEYS = ("checkpoint", "ckpt", "ckpt_path", "checkpoint_path", "judge")
@@ -49,18 +49,6 @@ def settings_key(cfg: DictConfig) -> str:
     blob = json.dumps({"tracing": OmegaConf.to_container(cfg.tracing, resolve=True),
                        "metrics": OmegaConf.to_container(cfg.metrics, resolve=True)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
-
-
-_DIGESTS: dict[tuple[str, int, int], str] = {}
-
-
-def file_digest(path: Path) -> str:
-    """sha256 of a file, computed once per (path, size, mtime) in a process."""
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _DIGESTS:
-        _DIGESTS[key] = file_sha256(path)
-    return _DIGESTS[key]
 
 
 def _checkpoint_values(node: Any) -> list[str]:

@@ -83,6 +83,20 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file, computed once per (path, size, mtime) in a process. Why one cache for all callers: an
+    evaluation keys its rows by the images' digests and the mask writer checks the same images, so a stack is read
+    for hashing once a run, not once per caller."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = file_sha256(path)
+    return _DIGESTS[key]
+
+
 def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path | None = None,
                      split: str = "test", out_dir: str | Path | None = None, overwrite: bool = False,
                      dataset_kwargs: dict[str, Any] | None = None, overlap: float = 0.25,
@@ -127,7 +141,7 @@ def write_init_masks(dataset: str, segmenter: str = "unet3d", model: str | Path 
     for case in tqdm(cases, desc=f"M_init {dataset}/{segmenter}", unit="vol", disable=not progress):
         path = out / f"{case.name}.tif"
         paths.append(path)
-        image_sha = file_sha256(Path(case.image_path)) if case.image_path and Path(case.image_path).exists() else None
+        image_sha = file_digest(Path(case.image_path)) if case.image_path and Path(case.image_path).exists() else None
         # the same case name may hold another image (a regenerated synthetic preset, another dataset seed): a mask
         # is reused only for the image it was made from (entries from before this check carry no hash)
         if case.name in done and path.exists() and done[case.name].get("image_sha256", image_sha) == image_sha:
@@ -161,7 +175,7 @@ def _learned_segmenter(dataset: str, segmenter: str, model: str | Path | None,
         raise InputError(f"no checkpoint for {segmenter!r} on {dataset!r}; train one with "
                          f"`python train.py task=segment model={segmenter} dataset={dataset}` and pass "
                          "--model <ckpt_dir>/segmenter.pt", ckpt)
-    digest = file_sha256(ckpt)
+    digest = file_digest(ckpt)
     seg = load_segmenter(ckpt, expected_arch=None if is_segmenter_file(segmenter) else segmenter)
     # refinement starts from the breaks and fragments: no component filter, no gap bridging
     post = post or dataclasses.replace(recorded_postprocess(seg), keep_largest=0, bridge_um=0.0)
