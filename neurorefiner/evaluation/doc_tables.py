@@ -23,7 +23,12 @@ The path is relative to the repository root. Options, space-separated (values ho
   as the paper tables mark theirs.
 
 Figures print as the table's Markdown file prints them (:func:`neurorefiner.evaluation.paper_tables.format_cell`:
-PRE/REC/F1/MES in %, two decimals); a column of whole numbers (``n``) prints as such, text as it is."""
+PRE/REC/F1/MES in %, two decimals); a column of whole numbers (``n``) prints as such, text as it is. A paper
+table's paired difference (``dF1_initial``, ``dF1_classical``, from
+:func:`neurorefiner.evaluation.paper_tables.paired_columns`) is one column here, headed and printed as the table
+prints it (``ΔF1 initial``, ``+2.31 [+0.40, +4.10] 9↑/2↓``); its part columns (``dF1_initial_lo``, ...) are left
+out of a block without ``cols``. A CSV made before the paired columns lacks them: a block naming one fails, a
+block without ``cols`` shows the rest."""
 
 from __future__ import annotations
 
@@ -35,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neurorefiner.errors import InputError
-from neurorefiner.evaluation.paper_tables import format_cell, ranks
+from neurorefiner.evaluation.paper_tables import PAIRED_PARTS, format_cell, is_paired, paired_cell, paired_header, ranks
 from neurorefiner.evaluation.tables import LOWER_IS_BETTER, PAPER_METRICS
 from neurorefiner.io.atomic import write_text_atomic
 
@@ -199,17 +204,21 @@ def render(root: Path, spec: Spec) -> str:
     if spec.mean:
         lines = mean_lines(lines, spec.mean)  # type: ignore[arg-type]
     lines = select_rows(lines, spec.rows, path)
-    cols = list(spec.cols or (lines[0].keys() if lines else ()))
+    paired = {c for c in (lines[0] if lines else ()) if is_paired(c, lines[0])}
+    parts = {f"{c}{p}" for c in paired for p in PAIRED_PARTS[1:]}
+    cols = list(spec.cols or [c for c in (lines[0] if lines else ()) if c not in parts])
     missing = [c for c in cols if lines and c not in lines[0]]
     if missing:
         raise InputError(f"no column {', '.join(missing)} (it has {', '.join(map(str, lines[0]))})", path)
     marks = {c: ranks([{"n": 1, c: _number(line.get(c))} for line in lines], c)
              for c in cols if spec.bold and _is_metric(c)}
-    out = ["| " + " | ".join(_header(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+    out = ["| " + " | ".join(paired_header(c) if c in paired else _header(c) for c in cols) + " |",
+           "|" + "---|" * len(cols)]
     for i, line in enumerate(lines):
         cells = []
         for c in cols:
-            text, rank = _cell(c, line.get(c)), marks.get(c, {}).get(i)
+            text = paired_cell(line, c) if c in paired else _cell(c, line.get(c))
+            rank = marks.get(c, {}).get(i)
             cells.append(f"**{text}**" if rank == 1 else f"<u>{text}</u>" if rank == 2 else text)
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"

@@ -13,6 +13,17 @@ An experiment config (``conf/experiment/table_*.yaml``, ``figure_*.yaml``) names
       rows:                              # one per line of the table, in order
         - {label: 3D U-Net (initial), method: initial, segmenter: unet3d, marks: {...}, x: 0}
       curve: null                        # {x: T_max, y: F1}: a PNG of y against each row's x (Figure 5)
+      paired: null                       # the paired-difference columns (below): null = where the rows
+                                         # include a classical row, true / false = always / never
+      paired_metric: F1
+
+A table whose rows include a ``classical`` row (Tables 1-2, the DIADEM table, agents_dev) ends each row with
+its paired difference to the initial masks and to the classical refiner of the same segmenter
+(:func:`paired_columns`, :func:`neurorefiner.evaluation.tables.paired_difference`): the mean per-volume difference
+in ``paired_metric``, a 95 % bootstrap interval over the volumes and the count of volumes better / worse, as
+``ΔF1 initial`` / ``ΔF1 classical`` columns in the Markdown (``+2.31 [+0.40, +4.10] 9↑/2↓``, points) and
+``dF1_initial``, ``dF1_initial_lo``, ``_hi``, ``_better``, ``_worse``, ``_ties`` (0-1, as F1) at the end of the CSV.
+The initial row carries none, the classical row its difference to initial only.
 
 Every file says where its numbers come from: the command, the UTC date and the commit, and whether the data
 are SYNTHETIC stand-ins or real (the dataset config's ``synthetic`` key, conf/dataset/). A committed table is
@@ -34,12 +45,14 @@ from omegaconf import DictConfig, OmegaConf
 from neurorefiner import paths as project_paths
 from neurorefiner.errors import InputError
 from neurorefiner.evaluation import tables
-from neurorefiner.evaluation.tables import LOWER_IS_BETTER, PAPER_METRICS
+from neurorefiner.evaluation.tables import LOWER_IS_BETTER, PAPER_METRICS, PairedDiff, paired_difference
 from neurorefiner.io.atomic import atomic_path
 from neurorefiner.paths import conf_dir, project_root
 
 PERCENT = ("PRE", "REC", "F1", "MES")
 EDIT_KEYS = ("edits_accepted", "edits_rejected", "edits_escalated")
+PAIRED_REFS = ("initial", "classical")  # the rows every refinement row is compared with, in this order
+PAIRED_PARTS = ("", "_lo", "_hi", "_better", "_worse", "_ties")  # a paired column's CSV columns, by suffix
 
 
 def is_synthetic(dataset_name: str) -> bool:
@@ -94,7 +107,7 @@ def collect(rows: Sequence[dict], specs: Sequence[dict], protocol: str | None, m
         s: dict = {"label": spec.get("label", spec["method"]), "method": spec["method"], "n": len(sel),
                    "marks": dict(spec.get("marks") or {}), "x": spec.get("x"),
                    "runs": sorted({(str(r.get("split", "")), str(r.get("segmenter", "")), str(r.get("method_key", "")),
-                                    str(r["case"])) for r in sel})}
+                                    str(r["case"])) for r in sel}), "volume_rows": sel}
         for m in metrics:
             vals = _finite([r.get(m) for r in sel])
             s[m] = sum(vals) / len(vals) if vals else float("nan")
@@ -145,12 +158,13 @@ def format_cell(column: str, value: Any) -> str:
 
 
 def markdown(summaries: Sequence[dict], metrics: Sequence[str], columns: Sequence[str] = (),
-             extra: Sequence[str] = ()) -> str:
-    """The table: leading ``columns`` (check marks), label, n, metrics and ``extra`` columns; best bold,
-    second underlined; PRE/REC/F1/MES in %, distances in voxels."""
+             extra: Sequence[str] = (), paired: Sequence[str] = ()) -> str:
+    """The table: leading ``columns`` (check marks), label, n, metrics, ``extra`` columns and last the
+    ``paired`` columns (:func:`paired_columns`' CSV names, e.g. ``dF1_initial``); best bold, second underlined;
+    PRE/REC/F1/MES in %, distances in voxels."""
     shown = [*metrics, *extra]
     arrows = {c: ("↓" if c.split("[")[0] in LOWER_IS_BETTER else "↑") for c in shown}
-    head = [*columns, "Method", "n", *(f"{c}{arrows[c]}" for c in shown)]
+    head = [*columns, "Method", "n", *(f"{c}{arrows[c]}" for c in shown), *map(paired_header, paired)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     marks = {c: ranks(summaries, c) for c in shown}
     for i, s in enumerate(summaries):
@@ -159,8 +173,121 @@ def markdown(summaries: Sequence[dict], metrics: Sequence[str], columns: Sequenc
             text = format_cell(c, s.get(c))
             r = marks[c].get(i)
             cells.append(f"**{text}**" if r == 1 else f"<u>{text}</u>" if r == 2 else text)
+        cells += [paired_cell(s, c) for c in paired]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def paired_name(metric: str, ref: str) -> str:
+    """The CSV column of a row's paired difference in ``metric`` to the ``ref`` row: ``dF1_initial``."""
+    return f"d{metric}_{ref}"
+
+
+def paired_header(column: str) -> str:
+    """A paired column's Markdown header: ``dF1_initial`` -> ``ΔF1 initial``."""
+    metric, _, ref = column[1:].partition("_")
+    return f"Δ{metric} {ref}"
+
+
+def is_paired(column: str, line: dict) -> bool:
+    """Whether ``column`` of ``line`` (a summary or a CSV line) is a paired difference with its parts."""
+    return column.startswith("d") and "_" in column and all(f"{column}{p}" in line for p in PAIRED_PARTS)
+
+
+def format_paired(column: str, mean: Any, lo: Any, hi: Any, better: Any, worse: Any) -> str:
+    """One paired difference as the tables print it: ``+2.31 [+0.40, +4.10] 9↑/2↓`` (in % points for
+    PRE/REC/F1/MES, as :func:`format_cell`); an en dash without one (a row or its reference without volumes,
+    volumes that do not pair)."""
+    try:
+        values = [float(v) for v in (mean, lo, hi)]
+        counts = [int(float(v)) for v in (better, worse)]
+    except (TypeError, ValueError):
+        return "–"
+    if not all(math.isfinite(v) for v in values):
+        return "–"
+    scale = 100.0 if column[1:].partition("_")[0] in PERCENT else 1.0
+    m, a, b = (f"{scale * v:+.2f}".replace("-0.00", "+0.00") for v in values)
+    return f"{m} [{a}, {b}] {counts[0]}↑/{counts[1]}↓"
+
+
+def paired_cell(line: dict, column: str) -> str:
+    """The Markdown cell of a paired ``column`` in a summary or CSV line: empty where the row has no such
+    comparison (the initial row, the classical row to itself, no reference row), else :func:`format_paired`
+    (an en dash where the comparison could not be made: its figures are NaN)."""
+    if line.get(column) is None or line.get(column) == "":
+        return ""
+    return format_paired(column, *(line.get(f"{column}{p}") for p in PAIRED_PARTS[:5]))
+
+
+def paired_refs(spec: dict) -> list[str]:
+    """The reference methods a table compares its rows with: ``spec['paired']`` true -> those of
+    :data:`PAIRED_REFS` among its rows; false -> none; unset -> the same where the rows include a classical row."""
+    methods = {str(r["method"]) for r in spec["rows"]}
+    on = spec.get("paired")
+    if on is None:
+        on = "classical" in methods
+    return [ref for ref in PAIRED_REFS if ref in methods] if on else []
+
+
+def _per_volume(summary: dict, metric: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for r in summary.get("volume_rows", []):
+        case = str(r["case"])
+        if case in out:
+            raise ValueError(f"{summary['label']}: volume {case} twice (rows of several settings or segmenters; "
+                             "give the row spec a segmenter)")
+        value = r.get(metric)
+        out[case] = float(value) if value is not None and value != "" else math.nan
+    return out
+
+
+def paired_columns(summaries: Sequence[dict], specs: Sequence[dict], refs: Sequence[str],
+                   metric: str = "F1") -> tuple[list[str], list[str]]:
+    """Each row's paired difference in ``metric`` to the row of each method of ``refs`` with the same segmenter
+    (:func:`neurorefiner.evaluation.tables.paired_difference` over the volumes, matched by case name), set in
+    the summaries as :func:`paired_name` plus :data:`PAIRED_PARTS`. A row is compared with the references before
+    its own method in ``refs`` (initial: none; classical: initial; every other method: both). Returns the
+    columns (one per reference) and one note per comparison that could not be made because its volumes do not
+    pair (its figures are NaN and print as an en dash; so do those of a row or reference without volumes, with
+    no note). A row with no comparison (or no reference row of its segmenter) gets no figures: empty cells."""
+    columns = [paired_name(metric, ref) for ref in refs]
+    notes: list[str] = []
+    for s, sp in zip(summaries, specs):
+        method = str(sp["method"])
+        mine = refs[:refs.index(method)] if method in refs else list(refs)
+        for ref in mine:
+            base = next((b for b, bsp in zip(summaries, specs)
+                         if bsp["method"] == ref and bsp.get("segmenter") == sp.get("segmenter")), None)
+            if base is None:
+                continue
+            column = paired_name(metric, ref)
+            s.update({f"{column}{part}": math.nan for part in PAIRED_PARTS})  # until computed: an en dash
+            if not (s["n"] and base["n"]):
+                continue
+            try:
+                p = paired_difference(_per_volume(s, metric), _per_volume(base, metric),
+                                      lower_is_better=metric in LOWER_IS_BETTER, names=(s["label"], base["label"]))
+            except ValueError as err:
+                notes.append(f"{paired_header(column)} of {s['label']}: {err}")
+                continue
+            s.update(_paired_fields(column, p))
+    return columns, notes
+
+
+def _paired_fields(column: str, p: PairedDiff) -> dict[str, float | int]:
+    values = (p.mean, p.lo, p.hi, p.better, p.worse, p.ties)
+    return {f"{column}{part}": v for part, v in zip(PAIRED_PARTS, values)}
+
+
+def paired_legend(metric: str, refs: Sequence[str]) -> str:
+    """The sentence under a table with paired columns: what the figures in them are."""
+    percent = metric in PERCENT
+    unit = "points" if percent else "the metric's units"
+    tie = f"{100 * tables.PAIRED_TIE if percent else tables.PAIRED_TIE:g}{' points' if percent else ''}"
+    return (f"{' / '.join(paired_header(paired_name(metric, r)) for r in refs)}: the row's {metric} minus that of "
+            f"the {' / '.join(refs)} row of the same segmenter, in {unit}: the mean over the volumes both hold, "
+            f"its 95 % bootstrap interval over volumes [{tables.PAIRED_BOOT:,} resamples, seed "
+            f"{tables.PAIRED_SEED}] and the volumes better ↑ / worse ↓ (a difference under {tie} is a tie).\n")
 
 
 def beside_paper(summaries: Sequence[dict], specs: Sequence[dict], metrics: Sequence[str], paper_name: str) -> str:
@@ -331,7 +458,15 @@ def write_paper_table(cfg: DictConfig, rows: Sequence[dict], dataset: Any, not_r
     prov = provenance(spec.get("command"))
     dataset_name = getattr(dataset, "name", str(dataset))
     synthetic = getattr(dataset, "synthetic", None) if synthetic is None else synthetic
-    text = _header(spec, dataset_name, str(cfg.split), prov, synthetic) + markdown(summaries, metrics, columns, extra)
+    paired_metric = str(spec.get("paired_metric") or "F1")
+    refs = paired_refs(spec)
+    paired, paired_notes = paired_columns(summaries, spec["rows"], refs, paired_metric)
+    text = (_header(spec, dataset_name, str(cfg.split), prov, synthetic)
+            + markdown(summaries, metrics, columns, extra, paired))
+    if paired:
+        text += "\n" + paired_legend(paired_metric, refs)
+    if paired_notes:
+        text += "\nPaired differences not computed (–):\n\n" + "".join(f"- {note}\n" for note in paired_notes)
     paper = beside_paper(summaries, spec["rows"], metrics, str(spec.get("paper_name", "the paper")))
     if paper:
         text += "\n" + paper
@@ -351,7 +486,7 @@ def write_paper_table(cfg: DictConfig, rows: Sequence[dict], dataset: Any, not_r
     paths = {"md": out / f"{name}.md"}
     tables.write_markdown(paths["md"], text)
     keys = [*metrics, *extra, "seconds_per_volume", *EDIT_KEYS, "share_accepted", "share_rejected",
-            "share_escalated"]
+            "share_escalated", *(f"{c}{part}" for c in paired for part in PAIRED_PARTS)]
     paths["csv"] = write_csv(out / f"{name}.csv", summaries, columns, keys)
     curve = spec.get("curve")
     if curve:
