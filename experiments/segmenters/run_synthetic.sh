@@ -33,7 +33,7 @@ case $ARCH in
        "gbpnet_style adtlnet_style)" >&2; exit 2 ;;
 esac
 # A variant keeps its own checkpoint, val choice, card and rows: NAME labels its rows (arch:variant), FILE its files.
-# SEED=<n> runs compare recipes on the val split (neurorefiner study prior-compare --seed n): a card, no test rows,
+# SEED=<n> runs compare recipes on the val split (prior_compare_*.md; README.md, retired studies): a card, no test rows,
 # so the tables hold one row per recipe (the seed-0 run's) and never the best of several seeds.
 NAME=$ARCH FILE=$ARCH RUN_SUFFIX=""
 if [ -n "$SEED" ]; then

@@ -8,11 +8,11 @@
 #
 #   bash experiments/standins/run.sh                                   # every preset, every step
 #   PRESETS="synthetic_zbfwb" STEPS="choose masks eval" bash experiments/standins/run.sh
-#   STEPS=visibility bash experiments/standins/run.sh                  # the realism report's visibility part
 #   STEPS=table bash experiments/standins/run.sh                       # only rebuild the table
-#   PRESETS=synthetic_cwmbs_weak STEPS=fragmentation bash experiments/standins/run.sh  # breaks along the gold path
 #   TEST_CASES=2 PRESETS=synthetic_zbfwb STEPS=eval bash ...          # score only the first 2 test volumes
 #   ARCHS=nnunet_style STEPS="train choose card masks eval table" bash experiments/standins/run.sh
+# The visibility report (experiments/synthetic_realism/results/visibility.*) and the fragmentation report
+# (fragmentation.md) are retired studies: README.md names the commit and command that made them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
@@ -20,12 +20,10 @@ NR=${NR:-.venv/bin/neurorefiner}
 export WANDB_MODE=offline OMP_NUM_THREADS=1
 PRESETS=${PRESETS:-"synthetic_cwmbs_weak synthetic_cwmbs_noise synthetic_bigneuron synthetic_zbfwb"}
 ARCHS=${ARCHS:-unet3d}
-STEPS=${STEPS:-"visibility train choose card masks eval table fragmentation fresh"}
+STEPS=${STEPS:-"train choose card masks eval table fresh"}
 OUT=${OUT:-experiments/standins}
 for step in $STEPS; do
   case $step in
-    visibility)
-      $NR study visibility --out experiments/synthetic_realism/results ;;
     train)
       for a in $ARCHS; do for p in $PRESETS; do
         $PY train.py experiment="${a}_${p}_cpu" ship=true  # choose reads the shipped file
@@ -58,10 +56,6 @@ for step in $STEPS; do
         $PY evaluate.py dataset="$p" split=test methods=[initial] segmenter=otsu protocols=[root_seeded] \
           limit="${FLOOR_CASES:-2}" progress=false out_dir="$OUT/rows/${p}_otsu"
       done ;;
-    fragmentation)
-      # how the initial masks break along the gold path, beside DIADEM's U-Net masks (what the presets are calibrated on)
-      $NR study fragmentation --dataset diadem:dev --dataset diadem:test \
-        $(for a in $ARCHS; do for p in $PRESETS; do echo --dataset "$p:test:$a"; done; done) --segmenter unet3d --out "$OUT" ;;
     fresh)
       # the shipped U-Net on FRESH_CASES fresh volumes of each preset (dataset seed FRESH_SEED, never used by the
       # project; own cache folder; as many test volumes drawn as scored), root-seeded: the issue's target is within

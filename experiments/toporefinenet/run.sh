@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The instruction-following tables of the shipped TopoRefineNet checkpoints (README.md), from a clone.
-# Synthetic tables and break probes read only bundled data (DIADEM OP_6); the mined tables need the shipped
-# segmenters' masks of DIADEM dev, made once below. OP_7-OP_9 are never used.
+# Synthetic tables read only bundled data (DIADEM OP_6); the mined tables need the shipped segmenters' masks of
+# DIADEM dev, made once below. OP_7-OP_9 are never used. The break probes are a retired study (README.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NR=${NR:-.venv/bin/neurorefiner}
@@ -15,7 +15,6 @@ MINED=(--n 64 --confine 4 --stage 2 stages.2.datamodule.init_masks_root=data/cac
 
 $NR study instructions "${S2[@]}" "${SYNTHETIC[@]}" --out $R/two_stage_synthetic
 $NR study instructions "${S1[@]}" "${SYNTHETIC[@]}" --out $R/stage1_synthetic
-$NR study break-probe "${S2[@]}" --n 16 --out $R/two_stage_break_probe
 
 for seg in unet3d nnunet_style; do
   $NR init-masks --dataset diadem --split dev --segmenter $seg --threads 1 --out data/cache/init_masks_dev/diadem/$seg

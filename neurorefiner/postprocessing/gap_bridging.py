@@ -6,7 +6,7 @@ beyond a break are then either lost (keep-largest) or traced as nothing at all. 
 tube from each fragment of at least ``min_voxels`` to the nearest voxel of the main component when the gap is
 at most ``max_um`` micrometres (physical distance, so anisotropic stacks are measured fairly), repeating
 ``passes`` times so chains of fragments join. Chosen on DIADEM dev by cross-validation
-(``neurorefiner study segmenter-cv``), not by default: refinement's M_init keeps the breaks it exists to fix.
+(experiments/segmenters/cv_dev/), not by default: refinement's M_init keeps the breaks it exists to fix.
 """
 
 from __future__ import annotations

@@ -150,7 +150,7 @@ def markdown(sources: list[Source], tables: list[list[dict]], val_only: list[lis
                          + (" (resumed)" if r["resumed"] else "") + " |")
         if val_only and val_only[i]:
             lines += ["", "Trained and scored on the val split only, no test rows "
-                      "(`neurorefiner study prior-compare`): "
+                      "(the val-split comparison, `prior_compare_<preset>.md`): "
                       + ", ".join(val_only[i]) + "."]
         lines.append("")
     return "\n".join(lines)

@@ -137,8 +137,8 @@ def test_a_failed_scoring_run_leaves_no_scratch_table_behind(tmp_path, step):
 
 
 def test_another_seed_trains_with_it_keeps_its_own_files_and_is_never_scored_on_test(tmp_path):
-    """SEED=1: a second seed of the plain or prior recipe for the val comparison (neurorefiner study prior-compare
-    --seed 1) must not overwrite the seed-0 run's checkpoint, val choice or card."""
+    """SEED=1: a second seed of the plain or prior recipe for the val comparison (experiments/segmenters/
+    prior_compare_*) must not overwrite the seed-0 run's checkpoint, val choice or card."""
     tables = tmp_path / "tables"
     tables.mkdir()
     stub, log = _stub(tmp_path)
@@ -178,7 +178,7 @@ def test_a_seed_that_is_not_a_number_is_refused():
 
 @pytest.mark.parametrize("seed", ["0", "00"])
 def test_seed_zero_is_refused_because_it_is_the_recipes_own_run(seed):
-    """The recipe's run (seed 0) carries no seed in its file names (prior-compare reads it as seed 0): a SEED=0
+    """The recipe's run (seed 0) carries no seed in its file names (the prior comparison read it as seed 0): a SEED=0
     run would write a second, unread copy under another name."""
     env = {**os.environ, "ARCH": "vnet", "SEED": seed, "STEP": "train", "PRESETS": "synthetic_x", "PY": "false"}
     done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)

@@ -103,7 +103,7 @@ def test_a_val_only_card_is_listed_not_an_error_but_a_stale_one_still_is(tmp_pat
     table = sm.summarise(source, val_only)
     assert [r["segmenter"] for r in table] == ["vnet"] and val_only == ["vnet:prior"]
     text = sm.markdown([source], [table], [val_only])
-    assert "val split only, no test rows (`neurorefiner study prior-compare`): vnet:prior." in text
+    assert "val split only, no test rows (the val-split comparison, `prior_compare_<preset>.md`): vnet:prior." in text
     rows.append(_row(rows_mod.own_label("vnet:prior", {**POST, "threshold": 0.6}) + " -> APP2", "a", 0.6))
     rows_mod.write_tables(rows, tmp_path / "t", "x_test", "x")
     with pytest.raises(InputError, match="no row for it"):

@@ -73,26 +73,3 @@ def test_stand_in_presets_label_only_visible_neurites(name: str) -> None:
     s = segment_visibility(r.image, r.label, r.gold, r.spacing).summary()
     assert s["invisible_length_fraction"] <= 0.1, s
 
-
-@pytest.mark.slow
-def test_visibility_report_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from typer.testing import CliRunner
-
-    from neurorefiner.cli.study.visibility import visibility
-    from neurorefiner.errors import InputError
-    from neurorefiner.studies.synthetic_visibility import run
-
-    text = run(tmp_path, presets=["tiny"], split="val", diadem=["OP_2"], log=lambda _: None)
-    assert "| DIADEM (real) |" in text and "| tiny |" in text
-    for f in ("visibility.md", "visibility_cases.csv", "visibility.png", "visibility_mips.png"):
-        assert (tmp_path / f).stat().st_size > 0
-    with pytest.raises(InputError, match="train or val"):
-        run(tmp_path, presets=["tiny"], split="test")
-    with pytest.raises(InputError, match="dev stacks only"):
-        run(tmp_path, presets=["tiny"], diadem=["OP_8"])
-    import typer
-
-    app = typer.Typer()
-    app.command()(visibility)
-    bad = CliRunner().invoke(app, ["--diadem", "OP_8", "--out", str(tmp_path / "x")])
-    assert bad.exit_code == 2 and "dev stacks only" in bad.output

@@ -19,7 +19,7 @@ STUDIES: tuple[str, ...] = tuple(sorted(m.name for m in pkgutil.iter_modules(__p
 def build_app(studies: tuple[str, ...] = STUDIES) -> typer.Typer:
     """The ``study`` sub-app with every module of ``studies`` registered, in that order."""
     app = typer.Typer(help="One-off measurements behind the experiments/ tables (editor probes, realism, "
-                           "visibility, segmenter tables, cross-validation).",
+                           "segmenter tables).",
                       no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
     for name in studies:
         importlib.import_module(f"{__name__}.{name}").register(app)
