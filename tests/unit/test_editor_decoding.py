@@ -395,6 +395,27 @@ def test_repair_at_the_gap_centre_joins_the_sliver_a_cut_left_in_it():
     assert betti0(decode(mask, rejects, bright, ins).mask) == 2
 
 
+def test_repair_at_a_cut_near_a_tip_joins_the_short_stub_it_left():
+    """Issue 66: a neurite ending 8 voxels past the block's centre, cut there by 9 voxels, leaves a 36-voxel
+    stub: inside the room, off the block's border, not elongated, too large for a sliver. The shape test took it
+    for a blob of noise and the repair said 'one component at the named place'; the person named the break,
+    so the stub is its other end. A speck (under min_piece) is still no end."""
+    true = np.zeros(BLOCK, bool)
+    true[15:18, 31:34, 0:41] = True          # a 3 x 3 tube along x that ends at x 40
+    cut = true.copy()
+    cut[:, :, 28:37] = False                 # the 9-voxel cut centred in the block: x 0-27 and the stub x 37-40
+    assert betti0(cut) == 2 and (cut[:, :, 37:]).sum() == 36
+    ins = Instruction("repair", "center-center-center")
+    res = decode(cut, np.zeros(BLOCK, np.float32), true.astype(np.float32), ins)
+    assert res.changed and betti0(res.mask) == 1 and "joined 1 gap" in res.reason, res.reason
+    assert not (res.mask & ~grow(true, 2)).any()     # along the neurite, not towards anything else
+    speck = cut.copy()
+    speck[:, :, 37:] = False
+    speck[16, 32, 37] = True                 # one voxel of the stub left: a speck
+    one = decode(speck, np.zeros(BLOCK, np.float32), true.astype(np.float32), ins)
+    assert not one.changed and "one component" in one.reason
+
+
 def test_the_network_fill_is_kept_where_it_joins_pieces_and_dropped_where_it_joins_nothing():
     """A network that fills the gap decides the join even where the image is dark; its fill elsewhere that
     joins no two pieces is not kept (the decoding cleans up)."""

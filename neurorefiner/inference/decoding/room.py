@@ -1,7 +1,7 @@
 """Where a join may happen (:class:`Room`): the named place grown into a search room, the components that may
 end a bridge in it (pieces of neurite, not specks or blobs of noise), and which of them meet the start and end
 places. For ``repair at P`` with fewer than two pieces at P the room grows until the two ends of the break,
-facing each other across P, are in it."""
+facing each other across P, are in it; a stub too short to pass for neurite counts as an end there."""
 
 from __future__ import annotations
 
@@ -56,25 +56,52 @@ def _faces_across(a: np.ndarray, b: np.ndarray, cell: np.ndarray) -> bool:
     return bool((straight_line(a, b, cell.shape) & cell).any())
 
 
+def _pieces_at(labels: np.ndarray, n: int, room: np.ndarray, cfg: DecodingConfig) -> list[int]:
+    """Every component that meets ``room`` and is no speck (``min_piece``), neurite-like or not: the ends a
+    person's named break may join when no two pieces of neurite (:func:`_join_candidates`) face each other
+    across it. A cut near a branch's tip leaves a stub of tens of voxels that neither reaches the block's
+    border nor is longer than it is wide: to the shape test it is a blob, to the person naming the break it is
+    the other end."""
+    size = np.bincount(labels.ravel(), minlength=n + 1)
+    meets = np.bincount(labels[room], minlength=n + 1) > 0
+    return [k for k in range(1, n + 1) if meets[k] and size[k] >= cfg.min_piece]
+
+
+def _facing_pair(labels: np.ndarray, found: list[int], groups: np.ndarray, centre: np.ndarray,
+                 cell: np.ndarray) -> list[int] | None:
+    """The two nearest pieces of ``found`` (by the end facing ``centre``), of different groups, whose ends face
+    each other across ``cell``; None when no such pair."""
+    ends = {k: _end_towards(labels == k, centre) for k in found}
+    nearest = sorted(found, key=lambda k: float(((ends[k] - centre) ** 2).sum()))
+    for i, a in enumerate(nearest):
+        for b in nearest[i + 1:]:
+            if groups[a] != groups[b] and _faces_across(ends[a], ends[b], cell):
+                return [a, b]
+    return None
+
+
 def _reach_for_ends(labels: np.ndarray, n: int, region: np.ndarray, groups: np.ndarray, touches: np.ndarray,
                     cfg: DecodingConfig, search: np.ndarray, candidates: list[int]) -> tuple[np.ndarray, list[int]]:
     """``repair at P`` with fewer than two pieces at P: a person names a break by pointing at its gap, and a
     gap as long as the cell leaves the ends outside the usual room. Grow the room one voxel at a time up to
     ``connect_reach`` until two pieces meet it; keep the two nearest whose ends face each other across P.
+    When no two pieces of neurite do, the same search runs over every piece that is no speck
+    (:func:`_pieces_at`): the person's word that a break is there outweighs the shape test, which is meant to
+    keep a blob of noise from being joined on a guess; the bridge still has to keep within the limits.
     Returns the room and candidates to join in (the given ones when no such pair is within reach)."""
     cell = grow(region, cfg.margin)
     centre = np.argwhere(region).mean(axis=0)
-    for reach in range(cfg.connect_margin + 1, cfg.connect_reach + 1):
-        room = grow(region, reach)
-        found = _join_candidates(labels, n, room, touches, cfg)
-        if len({int(groups[k]) for k in found}) < 2:
-            continue
-        nearest = sorted(found, key=lambda k: float(((_end_towards(labels == k, centre) - centre) ** 2).sum()))
-        for i, a in enumerate(nearest):
-            for b in nearest[i + 1:]:
-                if groups[a] != groups[b] and _faces_across(_end_towards(labels == a, centre),
-                                                            _end_towards(labels == b, centre), cell):
-                    return room, [a, b]
+    searches = ((lambda room: _join_candidates(labels, n, room, touches, cfg), cfg.connect_margin + 1),
+                (lambda room: _pieces_at(labels, n, room, cfg), cfg.connect_margin))
+    for pick, first in searches:
+        for reach in range(first, cfg.connect_reach + 1):
+            room = grow(region, reach)
+            found = pick(room)
+            if len({int(groups[k]) for k in found}) < 2:
+                continue
+            pair = _facing_pair(labels, found, groups, centre, cell)
+            if pair is not None:
+                return room, pair
     return search, candidates
 
 
