@@ -2,9 +2,10 @@
 written for the person who has to check the result and settle what the agents could not.
 
 Built from the trace alone plus the image and the two masks, so a resumed run's report covers the
-decisions of every attempt of the run. The global z-MIPs before and after carry the block grid with ids,
-every accepted edit (green = voxels added, magenta = removed, a dashed box with its label ``e1``, ``e2``...)
-and every escalated defect (a cross labelled ``x1``, ``x2``... with its block). Each try says its
+decisions of every attempt of the run. The global z-MIPs of the initial mask (before) and the refined one
+(after) carry the block grid with ids, every accepted edit (a dashed box with its label ``e1``, ``e2``...; the
+voxels it removed in magenta on the before view, those it added in green on the after view) and every escalated
+defect (a cross labelled ``x1``, ``x2``... with its block). Each try says its
 instruction in block terms (where the editor's window sits in which block), shows the window's image and
 the change, and the verdict; each escalation gets voxel coordinates, also when a VLM Inspector named only
 the block (then from the windows tried, see :func:`~neurorefiner.refine.report_marks.locate`). Pictures
@@ -17,6 +18,7 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -76,100 +78,167 @@ def escalation_places(escalated: Sequence[dict], edits: dict[Key, dict], blocks:
     return out
 
 
-def build_report(records: Sequence[dict], image: np.ndarray, before: np.ndarray, after: np.ndarray,
-                 blocks: Sequence[Block], summary: dict, max_tries: int = 200, max_bytes: int = 3_500_000) -> str:
+@dataclass
+class _Run:
+    """What the report reads from the trace: the latest decisions, the flagged blocks, each try's edit, verdict
+    and advice by (round, block, defect, try), the accepted tries with their labels (e1, e2, ...) and the
+    escalated defects placed in the volume."""
+
+    decisions: list[dict]
+    flagged: list[int]
+    edits: dict[Key, dict]
+    verdicts: dict[Key, dict]
+    advice: dict[Key, dict]
+    label: dict[Key, str]
+    places: list[dict]
+
+    @property
+    def accepted(self) -> list[Key]:
+        return list(self.label)
+
+
+def _read_run(records: Sequence[dict], blocks: Sequence[Block], summary: dict) -> _Run:
+    """The trace's decisions sorted into what each section of the page shows."""
     decisions = latest_decisions(records)
     flagged = sorted({f["block"] for r in decisions if r["role"] == "inspector" for f in r["decision"]["flags"]})
-    by_id = {b.id: b for b in blocks}
     edits = {_key(r): r for r in decisions if r["role"] == "editor" and "window" in r}
     verdicts = {_key(r): r for r in decisions if r["role"] == "validator"}
     advice = {_key(r): r for r in decisions if r["role"] == "advisor"}
     accepted = [k for k in sorted(edits) if (verdicts.get(k) or {}).get("decision", {}).get("accept")]
-    label = {k: f"e{i + 1}" for i, k in enumerate(accepted)}
     places = escalation_places(summary.get("escalated_blocks") or [], edits, blocks)
+    return _Run(decisions, flagged, edits, verdicts, advice, {k: f"e{i + 1}" for i, k in enumerate(accepted)},
+                places)
 
-    marks = [(slices_from_list(edits[k]["window"]), decode_mask(edits[k]["before"]), decode_mask(edits[k]["after"]),
-              f"{label[k]} b{k[1]}") for k in accepted]
-    crosses = [(p["centre"], f"x{i + 1} b{p['block']}") for i, p in enumerate(places)]
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>neurorefiner report</title>"
-             f"<style>{_CSS}</style></head><body><h1>Refinement report</h1>"]
-    parts.append("<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in summary.items()
-                                     if k != "escalated_blocks") + "</table>")
-    parts.append("<h2 id='global'>Global view (z-MIP)</h2><p class='small'>Block grid with ids (b0, b1, ...; red = "
-                 "flagged in some round). <span class='add'>Green</span> = voxels added, <span class='rem'>magenta"
-                 "</span> = removed by an accepted edit (dashed box, label e<i>n</i> and its block, listed under "
-                 "Edits); <span class='esc'>x<i>n</i></span> = a defect escalated to you (listed under Escalated)."
-                 "</p><div class='pair'>")
-    parts.append("<div><p>before</p>" + _img(marked_global_png(before, blocks, flagged, marks, crosses),
-                                            "mask before, edits and escalations marked") + "</div>")
-    parts.append("<div><p>after</p>" + _img(marked_global_png(after, blocks, flagged, marks, crosses),
-                                           "mask after, edits and escalations marked") + "</div></div>")
 
-    escalated_html = ["<h2 id='escalated'>Escalated (for a person)</h2>"]
-    if places:
-        escalated_html.append("<table><tr><th></th><th>block</th><th>defect</th><th>where (z, y, x voxels)</th>"
-                              "<th>tries</th><th>last instruction</th><th>why</th></tr>")
-        for i, p in enumerate(places):
-            links = ", ".join(f"<a href='#{t}'>{t}</a>" for t in p["tries"]) or "none"
-            escalated_html.append(
-                f"<tr class='escalation'><td class='esc'>x{i + 1}</td><td>{_e(p['block'])}</td>"
-                f"<td>{_e(p['kind'])} {_e(p['key'])}</td><td>{_e(at(p['centre']))} <span class='small'>"
-                f"({_e(p['located_by'])})</span></td><td>{links}</td><td>{_e(p.get('instruction', ''))}"
-                f"{' <span class=small>in ' + _e(p['last_place']) + '</span>' if p['last_place'] else ''}</td>"
-                f"<td>{_e(p['reason'])}</td></tr>")
-        escalated_html.append("</table><p class='small'>Settle them in napari: <code>neurorefiner review "
-                              "OUT_FOLDER</code> (docs/review.md).</p>")
-    else:
-        escalated_html.append("<p>none</p>")
-    parts += escalated_html
+def _head(summary: dict) -> list[str]:
+    """The page's head and the run's summary as a table."""
+    return [f"<!doctype html><html><head><meta charset='utf-8'><title>neurorefiner report</title>"
+            f"<style>{_CSS}</style></head><body><h1>Refinement report</h1>",
+            "<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in summary.items()
+                                if k != "escalated_blocks") + "</table>"]
 
-    rounds = [r for r in records if r.get("type") == "round_done"]
-    if rounds:
-        last = {r["round"]: r for r in rounds}
-        parts.append("<h2>Rounds</h2><table><tr><th>round</th><th>blocks</th><th>defects</th><th>fixed</th>"
-                     "<th>waiting (cap)</th><th>voxels changed</th></tr>")
-        for t in sorted(last):
-            r = last[t]
-            cells = [t + 1] + [r.get(k, 0) for k in ("flagged", "defects", "fixed", "waiting", "changed")]
-            parts.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-        parts.append("</table>")
 
-    parts.append(f"<h2 id='edits'>Edits ({len(edits)} tries, {len(accepted)} accepted)</h2>")
-    used = sum(len(x) for x in parts)
+def _global_views(run: _Run, before: np.ndarray, after: np.ndarray, blocks: Sequence[Block]) -> list[str]:
+    """The z-MIPs of the initial and the refined mask, each marked with the grid, the accepted edits' boxes and
+    the escalations; the before view colours the voxels the edits removed, the after view those they added."""
+    marks = [(slices_from_list(run.edits[k]["window"]), decode_mask(run.edits[k]["before"]),
+              decode_mask(run.edits[k]["after"]), f"{run.label[k]} b{k[1]}") for k in run.accepted]
+    crosses = [(p["centre"], f"x{i + 1} b{p['block']}") for i, p in enumerate(run.places)]
+
+    def view(mask: np.ndarray, changes: tuple[str, ...]) -> bytes:
+        return marked_global_png(mask, blocks, run.flagged, marks, crosses, changes=changes)
+
+    return ["<h2 id='global'>Global view (z-MIP)</h2><p class='small'>Block grid with ids (b0, b1, ...; red = "
+            "flagged in some round). Before: the initial mask, <span class='rem'>magenta</span> = voxels an "
+            "accepted edit removed; after: the refined mask, <span class='add'>green</span> = voxels one added. "
+            "A dashed box is an accepted edit (label e<i>n</i> and its block, listed under Edits); <span "
+            "class='esc'>x<i>n</i></span> = a defect escalated to you (listed under Escalated).</p><div class='pair'>",
+            "<div><p>before</p>" + _img(view(before, ("removed",)), "mask before, edits and escalations marked")
+            + "</div>",
+            "<div><p>after</p>" + _img(view(after, ("added",)), "mask after, edits and escalations marked")
+            + "</div></div>"]
+
+
+def _escalated(places: Sequence[dict]) -> list[str]:
+    """What a person must settle: each escalated defect with its place, tries, last instruction and why."""
+    parts = ["<h2 id='escalated'>Escalated (for a person)</h2>"]
+    if not places:
+        return [*parts, "<p>none</p>"]
+    parts.append("<table><tr><th></th><th>block</th><th>defect</th><th>where (z, y, x voxels)</th>"
+                 "<th>tries</th><th>last instruction</th><th>why</th></tr>")
+    for i, p in enumerate(places):
+        links = ", ".join(f"<a href='#{t}'>{t}</a>" for t in p["tries"]) or "none"
+        parts.append(
+            f"<tr class='escalation'><td class='esc'>x{i + 1}</td><td>{_e(p['block'])}</td>"
+            f"<td>{_e(p['kind'])} {_e(p['key'])}</td><td>{_e(at(p['centre']))} <span class='small'>"
+            f"({_e(p['located_by'])})</span></td><td>{links}</td><td>{_e(p.get('instruction', ''))}"
+            f"{' <span class=small>in ' + _e(p['last_place']) + '</span>' if p['last_place'] else ''}</td>"
+            f"<td>{_e(p['reason'])}</td></tr>")
+    parts.append("</table><p class='small'>Settle them in napari: <code>neurorefiner review "
+                 "OUT_FOLDER</code> (docs/review.md).</p>")
+    return parts
+
+
+def _rounds(records: Sequence[dict]) -> list[str]:
+    """One row per round (its last record: a resumed round is counted once); nothing when none finished."""
+    last = {r["round"]: r for r in records if r.get("type") == "round_done"}
+    if not last:
+        return []
+    rows = []
+    for t in sorted(last):
+        cells = [t + 1] + [last[t].get(k, 0) for k in ("flagged", "defects", "fixed", "waiting", "changed")]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return ["<h2>Rounds</h2><table><tr><th>round</th><th>blocks</th><th>defects</th><th>fixed</th>"
+            "<th>waiting (cap)</th><th>voxels changed</th></tr>", *rows, "</table>"]
+
+
+def _try(run: _Run, key: Key, by_id: dict[int, Block], pictures: str) -> str:
+    """One try: its instruction placed in its block, the change in voxels, the advisor's reason, the pictures
+    (may be empty) and the verdict."""
+    e, v, a = run.edits[key], run.verdicts.get(key), run.advice.get(key)
+    block = by_id.get(key[1])
+    place = in_block_terms(slices_from_list(e["window"]), block) if block is not None \
+        else f"window z,y,x {_e(e['window'])}"
+    verdict = "<span class='ok'>ACCEPT</span>" if v is not None and v["decision"]["accept"] \
+        else "<span class='no'>REJECT</span>"
+    reasoning = a.get("decision", {}).get("reason", "") if a and a.get("decision") else ""
+    tag = f" <span class='add'>{run.label[key]}</span>" if key in run.label else ""
+    return (f"<h3 id='{try_id(key)}'>{try_id(key)}{tag}: round {key[0] + 1}, block {key[1]}, defect {key[2]}, "
+            f"try {key[3] + 1}</h3><p><b>{_e(e['decision']['instruction'])}</b> in {_e(place)} "
+            f"<span class='small'>(volume z,y,x {_e(e['window'])}; +{e['decision']['added']} / "
+            f"-{e['decision']['removed']} voxels; advisor: {_e(a['backend'] if a else '?')}: "
+            f"{_e(reasoning)})</span></p>{pictures}"
+            f"<p>{verdict} {_e(v['decision']['reason'] if v else 'no verdict')} "
+            f"<span class='small'>validator: {_e(v['backend'] if v else '?')}</span></p>")
+
+
+def _try_pictures(edit: dict, image: np.ndarray) -> str:
+    """The window's image (xy and yz views) beside the change (green added, magenta removed)."""
+    window = slices_from_list(edit["window"])
+    img = image[window]
+    return ("<div class='pair'>" + _img(png_bytes(side_by_side([xy_view(img), yz_view(img)]), 3), "image window")
+            + _img(change_png(decode_mask(edit["before"]), decode_mask(edit["after"])),
+                   "change: green added, magenta removed") + "</div>")
+
+
+def _edits(run: _Run, image: np.ndarray, blocks: Sequence[Block], used: int, max_tries: int,
+           max_bytes: int) -> list[str]:
+    """Every try in order; pictures for the first ``max_tries`` while the page (``used`` bytes so far) stays
+    under ``max_bytes``, the rest as text, so a large run still opens in a browser."""
+    by_id = {b.id: b for b in blocks}
+    parts = [f"<h2 id='edits'>Edits ({len(run.edits)} tries, {len(run.accepted)} accepted)</h2>"]
+    used += len(parts[0])
     pictured = 0
-    for key in sorted(edits):
-        e, v, a = edits[key], verdicts.get(key), advice.get(key)
-        window = slices_from_list(e["window"])
-        block = by_id.get(key[1])
-        place = in_block_terms(window, block) if block is not None else f"window z,y,x {_e(e['window'])}"
-        ok = v is not None and v["decision"]["accept"]
-        verdict = "<span class='ok'>ACCEPT</span>" if ok else "<span class='no'>REJECT</span>"
-        reasoning = a.get("decision", {}).get("reason", "") if a and a.get("decision") else ""
-        tag = f" <span class='add'>{label[key]}</span>" if key in label else ""
+    for key in sorted(run.edits):
         pictures = ""
         if pictured < max_tries and used < max_bytes:
-            b, aft = decode_mask(e["before"]), decode_mask(e["after"])
-            img = image[window]
-            pictures = "<div class='pair'>" + \
-                _img(png_bytes(side_by_side([xy_view(img), yz_view(img)]), 3), "image window") + \
-                _img(change_png(b, aft), "change: green added, magenta removed") + "</div>"
+            pictures = _try_pictures(run.edits[key], image)
             pictured += 1
-        part = (f"<h3 id='{try_id(key)}'>{try_id(key)}{tag}: round {key[0] + 1}, block {key[1]}, defect {key[2]}, "
-                f"try {key[3] + 1}</h3><p><b>{_e(e['decision']['instruction'])}</b> in {_e(place)} "
-                f"<span class='small'>(volume z,y,x {_e(e['window'])}; +{e['decision']['added']} / "
-                f"-{e['decision']['removed']} voxels; advisor: {_e(a['backend'] if a else '?')}: "
-                f"{_e(reasoning)})</span></p>{pictures}"
-                f"<p>{verdict} {_e(v['decision']['reason'] if v else 'no verdict')} "
-                f"<span class='small'>validator: {_e(v['backend'] if v else '?')}</span></p>")
-        parts.append(part)
-        used += len(part)
-    if pictured < len(edits):
+        parts.append(_try(run, key, by_id, pictures))
+        used += len(parts[-1])
+    if pictured < len(run.edits):
         parts.append(f"<p class='small'>pictures for the first {pictured} tries only (at most {max_tries}, and "
                      f"{max_bytes / 1e6:g} MB of pictures for the page); the rest are listed as text</p>")
+    return parts
+
+
+def _notes(decisions: Sequence[dict]) -> list[str]:
+    """The roles' notes (dropped answers, fallbacks), at most 500; nothing when there are none."""
     notes = [(r["role"], r["round"], r.get("block"), n) for r in decisions for n in r.get("notes") or []]
-    if notes:
-        parts.append("<h2>Notes (dropped answers, fallbacks)</h2><ul>")
-        parts += [f"<li>{_e(role)}, round {t + 1}, block {_e(b)}: {_e(n)}</li>" for role, t, b, n in notes[:500]]
-        parts.append("</ul>")
-    parts.append("</body></html>")
+    if not notes:
+        return []
+    return ["<h2>Notes (dropped answers, fallbacks)</h2><ul>",
+            *[f"<li>{_e(role)}, round {t + 1}, block {_e(b)}: {_e(n)}</li>" for role, t, b, n in notes[:500]],
+            "</ul>"]
+
+
+def build_report(records: Sequence[dict], image: np.ndarray, before: np.ndarray, after: np.ndarray,
+                 blocks: Sequence[Block], summary: dict, max_tries: int = 200, max_bytes: int = 3_500_000) -> str:
+    """The page (module docstring): summary, the global before/after views, what was escalated, the rounds, every
+    try and the roles' notes. ``before`` is the initial mask, ``after`` the refined one."""
+    run = _read_run(records, blocks, summary)
+    parts = [*_head(summary), *_global_views(run, before, after, blocks), *_escalated(run.places),
+             *_rounds(records)]
+    parts += _edits(run, image, blocks, sum(len(x) for x in parts), max_tries, max_bytes)
+    parts += [*_notes(run.decisions), "</body></html>"]
     return "\n".join(parts)

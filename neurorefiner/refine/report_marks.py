@@ -60,19 +60,31 @@ def at(centre: Sequence[float]) -> str:
     return f"z {z}, y {y}, x {x}"
 
 
+CHANGES = ("added", "removed")
+
+
 def marked_global_png(mask: np.ndarray, blocks: Sequence[Block], flagged: Sequence[int] = (),
                       edits: Sequence[tuple[Slices, np.ndarray, np.ndarray, str]] = (),
-                      escalations: Sequence[tuple[Sequence[float], str]] = (), dpi: int = 90) -> bytes:
+                      escalations: Sequence[tuple[Sequence[float], str]] = (), dpi: int = 90,
+                      changes: Sequence[str] = CHANGES) -> bytes:
     """The z-MIP of ``mask`` with the block grid and ids (red = flagged), each accepted edit's added (green)
     and removed (magenta) voxels with a box and its label, and each escalation as a cross with its label.
 
-    ``edits``: (window, before, after, label) in volume voxels; ``escalations``: (centre ZYX, label)."""
+    ``edits``: (window, before, after, label) in volume voxels; ``escalations``: (centre ZYX, label);
+    ``changes``: which of the edits' voxels are coloured (of :data:`CHANGES`). The report's before view colours
+    only the removed voxels and its after view only the added ones, each the voxels its own mask holds: colouring
+    both on both would draw the added voxels onto the initial mask and make the two views one picture."""
+    unknown = set(changes) - set(CHANGES)
+    if unknown:
+        raise ValueError(f"changes {sorted(unknown)}: choose from {', '.join(CHANGES)}")
     plt = _agg()
     picture = xy_view(np.asarray(mask)).astype(np.float32)
     h, w = picture.shape
     rgb = np.stack([picture * 0.85] * 3, axis=-1)
     for window, before, after, _ in edits:
-        for colour, change in ((ADDED, after & ~before), (REMOVED, before & ~after)):
+        for kind, colour, change in (("added", ADDED, after & ~before), ("removed", REMOVED, before & ~after)):
+            if kind not in changes:
+                continue
             hit = change.any(axis=0)
             view = rgb[window[1], window[2]]
             view[hit] = np.array([int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])

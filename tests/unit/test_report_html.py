@@ -16,7 +16,7 @@ import pytest
 
 from neurorefiner.agents.trace import read_trace
 from neurorefiner.refine.report import build_report
-from neurorefiner.refine.report_marks import ESCALATED
+from neurorefiner.refine.report_marks import ADDED, ESCALATED
 from neurorefiner.topology.blocks import grid_blocks
 from tests.unit.test_review_session import SHAPE, write_run
 
@@ -63,6 +63,32 @@ def test_the_report_marks_places_in_block_terms_and_gives_escalations_coordinate
     assert "in block 1, y 0-15, x 0-15, z 0-7 of the block" in html
     assert "r1-b0-d0-t1 <span class='add'>e1</span>" in html     # the accepted edit's label on the views
     assert html.index("id='escalated'") < html.index("id='edits'")  # what a person must do comes first
+
+
+def _pictures(html: str) -> list[np.ndarray]:
+    """The page's PNGs, decoded (RGB in [0, 1]), in page order."""
+    import base64
+    import io
+    import re
+
+    import matplotlib.image as mpimg
+
+    return [mpimg.imread(io.BytesIO(base64.b64decode(data)), format="png")[..., :3]
+            for data in re.findall(r"src=\"data:image/png;base64,([^\"]+)\"", html)]
+
+
+def test_the_before_view_is_the_initial_mask_and_the_after_view_the_refined_one(tmp_path: Path) -> None:
+    """Issue 66: both global views coloured every accepted edit's added voxels, so the before view carried the
+    join and the two pictures were byte-identical. Now the before view is the initial mask (the join's three
+    voxels absent, its box still drawn) and the after view the refined one with the join in green."""
+    before, after = _pictures(report(tmp_path))[:2]
+    assert before.shape == after.shape and not np.array_equal(before, after)
+    green = np.array([int(ADDED[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+
+    def greens(picture: np.ndarray) -> int:
+        return int((np.abs(picture - green).max(axis=-1) < 0.08).sum())
+
+    assert greens(after) > greens(before) + 300   # three voxels of about 15 x 15 pixels each, beyond the box
 
 
 def test_pictures_stop_at_the_byte_budget(tmp_path: Path) -> None:
