@@ -17,7 +17,9 @@ def adapt(dataset: str = typer.Option(..., "--dataset", help="registry name with
                                                               "SWC; your own stacks: `own` (data/README.md)"),
           out: Path = typer.Option(..., "--out", help="the refiner's folder, e.g. checkpoints/refiners/<dataset>"),
           segmenters: str = typer.Option("unet3d", "--segmenters",
-                                         help="comma-separated: whose masks' mistakes to learn from"),
+                                         help="comma-separated: whose masks' mistakes to learn from (unet3d: the "
+                                              "dataset's shipped U-Net; on `own`, the DIADEM one or the masks "
+                                              "init-masks made)"),
           editor_steps: int = typer.Option(1500, "--editor-steps", help="the editor's fine-tuning steps"),
           stage1_samples: int = typer.Option(1536, "--stage1-samples", help="defects cut into gold"),
           stage2_samples: int = typer.Option(1536, "--stage2-samples", help="crops of the segmenters' errors"),
