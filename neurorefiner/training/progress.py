@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -82,3 +83,23 @@ class ProgressLog(L.Callback):
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
         self.write(trainer)
+
+
+class SaveOnInterrupt(L.Callback):
+    """On Ctrl-C, write the run's state to ``path`` (its ``last.ckpt``) before it stops, so the same command resumes
+    from the step it was stopped at. Why: the timed saves (``checkpoint_minutes``) leave nothing in a run's first
+    minutes and lose up to that much later; ``neurorefiner adapt`` stopped during its editor step used to train
+    the editor again from step 0. One process only (a save on one rank of several would wait for the others)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        if not isinstance(exception, KeyboardInterrupt) or trainer.world_size != 1 or trainer.global_step < 1:
+            return
+        from neurorefiner.io.atomic import atomic_path
+
+        with atomic_path(self.path) as tmp:
+            trainer.save_checkpoint(str(tmp), weights_only=False)  # the whole state: weights alone do not resume
+        print(f"stopped at step {trainer.global_step}; its state is in {self.path}: the same command resumes "
+              "from there", file=sys.stderr)

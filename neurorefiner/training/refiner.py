@@ -166,12 +166,13 @@ def train_refiner(cfg: DictConfig) -> dict[str, float]:
     # a killed run started again with the same command resumes from it; a finished run removes it
     run_dir = run_state_dir(cfg)
     latest = latest_checkpoint(run_dir, node.get("checkpoint_minutes"))
-    from neurorefiner.training.progress import ProgressLog
+    from neurorefiner.training.progress import ProgressLog, SaveOnInterrupt
 
     overrides: dict[str, Any] = {"logger": build_loggers(cfg) or False, "enable_checkpointing": True,
                                  "callbacks": [*config_callbacks(cfg), latest,
                                                ProgressLog(run_dir / "progress.json",
-                                                           max_cpu_minutes=node.get("max_cpu_minutes"))]}
+                                                           max_cpu_minutes=node.get("max_cpu_minutes")),
+                                               SaveOnInterrupt(run_dir / "last.ckpt")]}
     if node.get("max_steps") is not None:
         overrides["max_steps"] = int(node.max_steps)
         overrides["max_epochs"] = -1
