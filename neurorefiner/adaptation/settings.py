@@ -6,6 +6,7 @@ Light on purpose (no torch): the command checks its options with :class:`AdaptSe
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from neurorefiner.errors import InputError
@@ -13,6 +14,9 @@ from neurorefiner.topology.tree_root import TREE_ROOTS
 
 #: the splits an adaptation learns from; test splits are never read
 TRAIN_SPLITS = ("train", "dev")
+#: the fewest stacks with gold SWC (training and validation splits together) an adaptation learns and chooses on:
+#: leaving one stack out to check on needs at least two others to learn from
+MIN_GOLD_STACKS = 3
 #: the learned refinement baselines an adaptation can train beside the refiner (conf/experiment/<name>.yaml)
 BASELINES = ("segfix", "transfiner", "segrefiner")
 
@@ -93,3 +97,30 @@ def check_dataset(name: str) -> tuple[str, str | None]:
         raise InputError(f"--dataset {name}: it has no training split (splits {splits}); an adaptation learns "
                          f"from a {' or '.join(TRAIN_SPLITS)} split with gold SWC")
     return train, ("val" if "val" in splits else None)
+
+
+def check_gold(name: str) -> list[str]:
+    """The names of the dataset's training and validation stacks, each with its gold SWC, or one
+    :class:`InputError`: naming the gold files that are missing, or saying the dataset is too small to choose on
+    (fewer than :data:`MIN_GOLD_STACKS`). Why before anything: without gold the run used to make every mask and
+    then stop in a shard worker with a traceback and a misleading word about memory."""
+    from neurorefiner.data.registry import get_dataset
+
+    train, val = check_dataset(name)
+    ds = get_dataset(name)
+    splits = [s for s in (train, val) if s]
+    cases = [c for split in splits for c in ds.cases(split)]
+    where = " and ".join(f"`{s}`" for s in splits) + (" splits" if len(splits) > 1 else " split")
+    missing = [c for c in cases if c.swc_path is None or not Path(c.swc_path).is_file()]
+    if missing:
+        folder = Path(ds.base) / "swc" if hasattr(ds, "base") else None
+        files = [f"{c.name}.swc" if folder else c.name for c in missing]
+        shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
+        raise InputError(f"--dataset {name}: no gold SWC for {len(missing)} of the {len(cases)} stacks of its {where} "
+                         f"({shown}); an adaptation learns from gold reconstructions: put each stack's as "
+                         "swc/<case>.swc (data/README.md)", folder)
+    if len(cases) < MIN_GOLD_STACKS:
+        raise InputError(f"--dataset {name}: too small to choose on: {len(cases)} stack(s) with gold SWC in its "
+                         f"{where} ({', '.join(c.name for c in cases) or 'none'}); an adaptation needs at least "
+                         f"{MIN_GOLD_STACKS} (it learns on some and checks on one left out)")
+    return [c.name for c in cases]

@@ -1,11 +1,15 @@
 """The record an adaptation folder keeps of itself (``adapt.json``): the settings it was made with and every step
 finished, with its wall time and CPU time. Why: a two-hour run on a shared laptop is stopped and started again;
 the same command must skip what is done, and a command with other settings must not build on the folder's
-half-made parts (it is refused, naming each setting that differs)."""
+half-made parts (it is refused, naming each setting that differs, unless no step has finished: a run that failed
+at its start holds nothing to build on, and a retry with other settings starts it afresh)."""
 
 from __future__ import annotations
 
 import json
+import logging
+import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +18,19 @@ from neurorefiner.errors import InputError
 from neurorefiner.io.atomic import write_text_atomic
 
 RECORD = "adapt.json"
+#: what a refiner folder holds: a folder with none of them is not one
+REFINER_FILES = ("editor.ckpt", "judge.json", "plans.json", RECORD)
+MAKE_ONE = "neurorefiner adapt --dataset NAME --out FOLDER"
+
+log = logging.getLogger(__name__)
+
+
+def say(message: str) -> None:
+    """One line to the user on stderr, above any progress bar (the commands configure no logging)."""
+    from tqdm import tqdm
+
+    log.info(message)
+    tqdm.write(message, file=sys.stderr)
 
 
 @dataclass
@@ -38,18 +55,25 @@ class AdaptFolder:
                              path) from None
 
     def claim(self, settings: dict[str, Any], defaults: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Start or continue the run of ``settings`` here; a folder made with other settings is refused. A setting
+        """Start or continue the run of ``settings`` here; a folder made with other settings is refused, unless it
+        finished no step (then it starts afresh under ``settings``, saying so, its ``work/`` removed). A setting
         the folder's record lacks (added to the command after the folder was made) counts as its value in
         ``defaults``, so an older folder continues under the newer command."""
         record = self.read()
         if record:
             before = {**(defaults or {}), **record.get("settings", {})}
             differ = sorted(k for k in set(before) | set(settings) if before.get(k) != settings.get(k))
-            if differ:
+            if differ and not record.get("steps"):  # a run that finished nothing: nothing here to build on
+                told = ", ".join(f"{k} {before.get(k)!r}" for k in differ)
+                say(f"{self.root}: the adaptation begun here with other settings ({told}) finished no step; "
+                    "starting afresh with these" + (" (its work/ folder removed)" if self.work.exists() else ""))
+                shutil.rmtree(self.work, ignore_errors=True)
+            elif differ:
                 told = "; ".join(f"{k}: {before.get(k)!r} here, {settings.get(k)!r} asked" for k in differ)
                 raise InputError(f"this folder holds an adaptation made with other settings ({told}); use another "
                                  "--out, or the same settings to continue it", self.root)
-            return record
+            else:
+                return record
         self.root.mkdir(parents=True, exist_ok=True)
         record = {"settings": settings, "steps": {}}
         write_text_atomic(self.root / RECORD, json.dumps(record, indent=2))
@@ -64,3 +88,19 @@ class AdaptFolder:
         record.setdefault("steps", {})[step] = {"wall_s": round(wall_s, 1), "cpu_s": round(cpu_s, 1),
                                                 **(details or {})}
         write_text_atomic(self.root / RECORD, json.dumps(record, indent=2))
+
+
+def check_refiner_dir(folder: str | Path | None) -> Path:
+    """``refiner_dir=`` of ``refiner=adapted`` as a folder ``neurorefiner adapt`` made, else one
+    :class:`InputError`: unset (Hydra's ``???``), or a folder with none of :data:`REFINER_FILES` (an empty or
+    mistaken folder used to be reported as a missing ``editor.ckpt``), each naming the command that makes one."""
+    if folder is None or str(folder) in ("", "???"):
+        raise InputError(f"refiner=adapted needs refiner_dir=<folder>, a folder `{MAKE_ONE}` made "
+                         "(e.g. refiner_dir=my_refiner)")
+    path = Path(str(folder))
+    if not path.is_dir() or not any((path / name).exists() for name in REFINER_FILES):
+        what = "no such folder" if not path.exists() else (
+            "not a folder" if not path.is_dir() else f"none of {', '.join(REFINER_FILES)} in it")
+        raise InputError(f"refiner_dir= is not a refiner folder ({what}); make one with "
+                         f"`{MAKE_ONE.replace('FOLDER', str(folder))}`", path)
+    return path

@@ -67,9 +67,18 @@ def _train(command: list[str], made: Path, what: str, again: str) -> None:
     its last state) and check it left ``made``; else one error naming the folder, the run's messages above it."""
     from neurorefiner.paths import project_root
 
-    run = subprocess.run([sys.executable, *command[1:]], cwd=project_root())
-    if run.returncode != 0 or not made.exists():
-        raise InputError(f"{what} stopped (exit code {run.returncode}); its messages are above. "
+    run = subprocess.Popen([sys.executable, *command[1:]], cwd=project_root())
+    try:
+        code = run.wait()
+    except KeyboardInterrupt:  # the run got the Ctrl-C too: it saves where it stands, so it is given time to
+        try:  # (subprocess.run would kill it a quarter second later, before its checkpoint is written)
+            run.wait(timeout=120)
+        except BaseException:  # a second Ctrl-C, or a run that does not stop
+            run.kill()
+            run.wait()
+        raise
+    if code != 0 or not made.exists():
+        raise InputError(f"{what} stopped (exit code {code}); its messages are above. "
                          f"Run the same command again to {again}", made.parent)
 
 
@@ -80,19 +89,41 @@ def editor_command(settings: AdaptSettings, folder: AdaptFolder) -> list[str]:
             f"seed={settings.seed}"]
 
 
+def editor_run_dir(folder: AdaptFolder) -> Path:
+    """Where the editor's training keeps its ``last.ckpt`` while it runs (``training.refiner.run_state_dir`` of
+    :func:`editor_command`'s configuration)."""
+    return folder.work / "editor" / "runs" / "refine" / Path(EDITOR).stem
+
+
 def train_editor(settings: AdaptSettings, folder: AdaptFolder) -> dict[str, Any]:
     """Fine-tune the shipped editor on the shards (``conf/experiment/adapt_editor.yaml``) in its own process, as
-    ``train.py`` runs it (Hydra stays at the edge); a cut run resumes from its last state."""
+    ``train.py`` runs it (Hydra stays at the edge); a cut run resumes from its last state, and says so."""
     import json
+
+    from neurorefiner.adaptation.state import say
 
     command = editor_command(settings, folder)
     made = folder.work / "editor" / EDITOR
+    last = editor_run_dir(folder) / "last.ckpt"
+    if last.exists():
+        say(f"adapt {settings.dataset}: the editor resumes from its last checkpoint{_step_of(last, settings)} "
+            f"({last})")
     _train(command, made, "the editor's training", "resume it")
     shutil.copyfile(made, folder.root / EDITOR)
     shutil.copyfile(made.with_suffix(".json"), (folder.root / EDITOR).with_suffix(".json"))
     metrics = json.loads(made.with_suffix(".json").read_text())
     return {"command": " ".join(command), "steps": int(metrics.get("train/steps", 0)),
             "validation": {k: round(float(v), 4) for k, v in metrics.items() if k.startswith("val/")}}
+
+
+def _step_of(last: Path, settings: AdaptSettings) -> str:
+    """`` at step N of M`` as ``last`` records it ('' when it cannot be read: the run itself says why)."""
+    from neurorefiner.io.checkpoints import load_checkpoint
+
+    try:
+        return f" at step {int(load_checkpoint(last)['global_step'])} of {settings.editor_steps}"
+    except (InputError, KeyError, TypeError, ValueError):
+        return ""
 
 
 def train_judge(settings: AdaptSettings, folder: AdaptFolder) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from neurorefiner.io import check_same_shape, read_mask, read_volume
 def run(cfg: DictConfig) -> dict:
     from neurorefiner.refine.output_lock import check_output_dir, printable
 
+    check_refiner(cfg)
     check_output_dir(str(cfg.out))
     for key in ("image", "mask"):
         try:
@@ -47,6 +48,19 @@ def run(cfg: DictConfig) -> dict:
         return refine_volume(image, mask, cfg)  # no voxel size anywhere: one line, exit 2
     except RoleError as exc:  # a model server down, or a model with nothing readable to say: one line, exit 2
         stop(f"error: {exc}")
+
+
+def check_refiner(cfg: DictConfig) -> None:
+    """``refiner=adapted``'s ``refiner_dir=`` set and a refiner folder, before anything else reads it: unset, it
+    used to end in omegaconf's 26-line traceback (exit 1); an empty folder was reported as a missing editor.ckpt."""
+    from omegaconf import OmegaConf
+
+    from neurorefiner.adaptation.state import check_refiner_dir
+
+    if OmegaConf.is_missing(cfg, "refiner_dir"):
+        check_refiner_dir(None)
+    elif "refiner_dir" in cfg:
+        check_refiner_dir(cfg.refiner_dir)
 
 
 def check_loop(cfg: DictConfig) -> None:

@@ -18,6 +18,8 @@ from neurorefiner.cli.main import app
 from neurorefiner.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
+#: tiny has no shipped segmenter: its runs learn from the naive floor's masks (no checkpoint to make them with)
+NAIVE = AdaptSettings("tiny", segmenters=("otsu",))
 
 
 @pytest.mark.parametrize("bad", [{"editor_steps": 0}, {"stage1_samples": -3}, {"segmenters": ()},
@@ -50,6 +52,7 @@ def test_a_folder_made_before_a_setting_existed_continues_at_that_settings_defau
     older = {k: v for k, v in AdaptSettings("tiny").record().items() if not k.startswith("judge_tree_root")
              and k != "judge_reach_um"}  # a record written before the judge's piece and reach were settings
     folder.claim(older)
+    folder.finish("masks", 1.0, 0.5)  # a step made under the older record: a folder with something to build on
     defaults = AdaptSettings("tiny").record()
     folder.claim(AdaptSettings("tiny").record(), defaults)  # the defaults: the same run, continued
     with pytest.raises(InputError, match="judge_tree_root: 'largest' here, 'gold' asked"):
@@ -92,12 +95,12 @@ def test_a_stopped_run_resumes_at_the_step_that_stopped(tmp_path: Path, monkeypa
     monkeypatch.setattr(steps, "PRODUCTS", {})
     monkeypatch.setattr(steps, "STEPS", _fake_steps(calls, fail="editor"))
     with pytest.raises(RuntimeError):
-        adapt_run.adapt(AdaptSettings("tiny"), tmp_path / "r", progress=False)
+        adapt_run.adapt(NAIVE, tmp_path / "r", progress=False)
     assert calls == ["masks", "stage1_shards", "stage2_shards", "editor"]
     assert not (tmp_path / "r" / "README.md").exists()  # no card for a half-made refiner
     calls.clear()
     monkeypatch.setattr(steps, "STEPS", _fake_steps(calls))
-    card = adapt_run.adapt(AdaptSettings("tiny"), tmp_path / "r", progress=False)
+    card = adapt_run.adapt(NAIVE, tmp_path / "r", progress=False)
     assert calls == ["editor", "judge", "baselines"]  # the finished steps are not redone
     record = json.loads((tmp_path / "r" / "adapt.json").read_text())
     assert list(record["steps"]) == ["masks", "stage1_shards", "stage2_shards", "editor", "judge", "baselines"]
@@ -113,14 +116,14 @@ def test_a_step_whose_files_are_gone_is_made_again(tmp_path: Path, monkeypatch: 
     shards = tmp_path / "r" / "work" / "shards" / "stage1" / "train" / "manifest.json"
     monkeypatch.setattr(steps, "PRODUCTS", {"stage1_shards": lambda settings, folder: [shards]})
     monkeypatch.setattr(steps, "STEPS", _fake_steps(calls))
-    adapt_run.adapt(AdaptSettings("tiny"), tmp_path / "r", progress=False)
+    adapt_run.adapt(NAIVE, tmp_path / "r", progress=False)
     calls.clear()
-    adapt_run.adapt(AdaptSettings("tiny"), tmp_path / "r", progress=False)
+    adapt_run.adapt(NAIVE, tmp_path / "r", progress=False)
     assert calls == ["stage1_shards"]  # recorded as done, but its manifest is not there
     shards.parent.mkdir(parents=True)
     shards.write_text("{}")
     calls.clear()
-    adapt_run.adapt(AdaptSettings("tiny"), tmp_path / "r", progress=False)
+    adapt_run.adapt(NAIVE, tmp_path / "r", progress=False)
     assert calls == []
 
 
