@@ -18,9 +18,6 @@ from neurorefiner.errors import InputError
 from neurorefiner.io.atomic import write_text_atomic
 
 RECORD = "adapt.json"
-#: what a refiner folder holds: a folder with none of them is not one
-REFINER_FILES = ("editor.ckpt", "judge.json", "plans.json", RECORD)
-MAKE_ONE = "neurorefiner adapt --dataset NAME --out FOLDER"
 
 log = logging.getLogger(__name__)
 
@@ -91,16 +88,8 @@ class AdaptFolder:
 
 
 def check_refiner_dir(folder: str | Path | None) -> Path:
-    """``refiner_dir=`` of ``refiner=adapted`` as a folder ``neurorefiner adapt`` made, else one
-    :class:`InputError`: unset (Hydra's ``???``), or a folder with none of :data:`REFINER_FILES` (an empty or
-    mistaken folder used to be reported as a missing ``editor.ckpt``), each naming the command that makes one."""
-    if folder is None or str(folder) in ("", "???"):
-        raise InputError(f"refiner=adapted needs refiner_dir=<folder>, a folder `{MAKE_ONE}` made "
-                         "(e.g. refiner_dir=my_refiner)")
-    path = Path(str(folder))
-    if not path.is_dir() or not any((path / name).exists() for name in REFINER_FILES):
-        what = "no such folder" if not path.exists() else (
-            "not a folder" if not path.is_dir() else f"none of {', '.join(REFINER_FILES)} in it")
-        raise InputError(f"refiner_dir= is not a refiner folder ({what}); make one with "
-                         f"`{MAKE_ONE.replace('FOLDER', str(folder))}`", path)
-    return path
+    """``refiner_dir=`` as a folder ``neurorefiner adapt`` made (:func:`~neurorefiner.io.refiner_plans.
+    check_refiner_folder`, without asking for its plan: a run may be under way)."""
+    from neurorefiner.io.refiner_plans import check_refiner_folder
+
+    return check_refiner_folder(folder, need_plan=False)

@@ -10,6 +10,7 @@ import typer
 from neurorefiner.cli import (
     adapt,
     calibrate_judge,
+    choose,
     edit,
     info,
     init_masks,
@@ -45,6 +46,7 @@ app.command("inspect", help=inspect.__doc__)(inspect.inspect)
 app.command("refiner-card", help=refiner_card.__doc__)(refiner_card.refiner_card)
 app.command("train-judge", help=train_judge.__doc__)(train_judge.train_judge)
 app.command("adapt", help=adapt.__doc__)(adapt.adapt)
+app.command("choose", help=choose.__doc__)(choose.choose)
 app.command("calibrate-judge", help=calibrate_judge.__doc__)(calibrate_judge.calibrate_judge)
 app.command("review", help=review.__doc__)(review.review)
 app.add_typer(study.app, name="study", help=study.app.info.help)

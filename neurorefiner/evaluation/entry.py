@@ -20,7 +20,9 @@ def run(cfg: DictConfig) -> list[dict]:
 
     from neurorefiner.agents.roles import RoleError
     from neurorefiner.evaluation.plan import check_protocols
+    from neurorefiner.io.refiner_plans import check_refiner_config
 
+    check_refiner_config(cfg)   # refiner=adapted without a folder, or a folder without its plans.json: one line
     check_limit(cfg.get("limit"))
     check_not_empty(cfg)
     check_protocols(cfg)

@@ -104,10 +104,11 @@ class NeuroRefiner:
 
     def __init__(self, agent: Any, loop: Any = None, editor: Any = None, t_max: int = 5,
                  agent_overrides: Any = None, trace_dir: str | None = None, editor_overrides: Any = None,
-                 tree_root: str = "largest") -> None:
-        from neurorefiner.refine.run import loop_settings
+                 tree_root: str = "largest", policy: Any = None) -> None:
+        from neurorefiner.refine.run import check_policy, loop_settings
 
         self.tree_root = check_tree_root(tree_root)
+        self.policy = check_policy(_plain(policy) if policy is not None else None)
         self.agent_cfg = OmegaConf.to_container(OmegaConf.merge(_plain(agent), _plain(agent_overrides or {})),
                                                 resolve=True)
         self.loop_cfg = _plain(loop or {})
@@ -134,7 +135,7 @@ class NeuroRefiner:
         if self._run is None:
             from neurorefiner.refine.run import RefineRun
 
-            self._run = RefineRun.build(self.agent_cfg, self.loop_cfg, self.editor_cfg, self.t_max)
+            self._run = RefineRun.build(self.agent_cfg, self.loop_cfg, self.editor_cfg, self.t_max, policy=self.policy)
         return self._run.afresh().with_spacing(spacing, "the dataset's voxel size")
 
     def __call__(self, image: np.ndarray, mask: np.ndarray, case: Any, spacing: Any = (1.0, 1.0, 1.0)) -> np.ndarray:
@@ -223,7 +224,7 @@ def needs_server(node: DictConfig) -> bool:
 
 # settings added after rows were cached, at the value that does what the code did before they existed: left out of
 # the key at that value, so a new switch that is off by default does not remake every cached row
-UNKEYED_DEFAULTS: dict[tuple[str, ...], Any] = {("loop", "retry_declined"): True}
+UNKEYED_DEFAULTS: dict[tuple[str, ...], Any] = {("loop", "retry_declined"): True, ("policy",): None}
 
 
 def _without_unkeyed_defaults(settings: Any) -> Any:

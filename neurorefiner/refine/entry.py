@@ -53,14 +53,9 @@ def run(cfg: DictConfig) -> dict:
 def check_refiner(cfg: DictConfig) -> None:
     """``refiner=adapted``'s ``refiner_dir=`` set and a refiner folder, before anything else reads it: unset, it
     used to end in omegaconf's 26-line traceback (exit 1); an empty folder was reported as a missing editor.ckpt."""
-    from omegaconf import OmegaConf
+    from neurorefiner.io.refiner_plans import check_refiner_config
 
-    from neurorefiner.adaptation.state import check_refiner_dir
-
-    if OmegaConf.is_missing(cfg, "refiner_dir"):
-        check_refiner_dir(None)
-    elif "refiner_dir" in cfg:
-        check_refiner_dir(cfg.refiner_dir)
+    check_refiner_config(cfg)
 
 
 def check_loop(cfg: DictConfig) -> None:

@@ -39,7 +39,7 @@ from neurorefiner.io.volume import DEFAULT_SPACING, check_spacing
 
 #: what must match between a trace's run header and a new run for the new run to reuse the trace; the voxel
 #: size is among them (the Inspector's reach, the editor's context and APP2 work in um), where it came from is not
-RUN_KEYS = ("version", "image_hash", "mask_hash", "spacing", "settings", "agent", "editor", "root_zyx")
+RUN_KEYS = ("version", "image_hash", "mask_hash", "spacing", "settings", "agent", "editor", "root_zyx", "policy")
 
 
 def plain(node: Any) -> dict:
@@ -117,16 +117,20 @@ class RefineRun:
     spacing: tuple[float, float, float] = DEFAULT_SPACING
     spacing_from: str = "not given (1, 1, 1 um)"
     recipe: Recipe | None = field(default=None, repr=False, compare=False)
+    policy: dict = field(default_factory=lambda: {"kind": "agents"})
 
     # ------------------------------------------------------------------------------------------ building
     @classmethod
     def build(cls, agent: Any, loop: Any = None, editor: Any = None, t_max: int = 5,
               spacing: SpacingChoice | None = None, editor_object: Editor | None = None,
-              role_kwargs: Mapping[str, Mapping[str, Any]] | None = None) -> RefineRun:
+              role_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+              policy: Mapping[str, Any] | None = None) -> RefineRun:
         """The run from its config pieces: roles from ``agent`` (any ``conf/agent/`` node; ``role_kwargs`` adds
         objects a config cannot hold, e.g. ``{"inspector": {"judge": judge}}``), :class:`LoopSettings` from
         ``t_max`` and the keys of ``loop``, the editor from ``editor`` (built on its first edit) unless
-        ``editor_object`` is passed (the evaluation method keeps one for all its volumes)."""
+        ``editor_object`` is passed (the evaluation method keeps one for all its volumes). ``policy``: a refiner
+        plan's kind (:mod:`neurorefiner.io.refiner_plans`): ``agents`` (the default), ``classical`` (with its
+        ``min_size`` / ``max_gap``) or ``initial``."""
         from omegaconf import DictConfig, OmegaConf
 
         node = agent if isinstance(agent, DictConfig) else OmegaConf.create(plain(agent))
@@ -135,7 +139,8 @@ class RefineRun:
         built = editor_object if editor_object is not None else LazyEditor(editor_factory(editor))
         # built from config alone, it can be rebuilt elsewhere; objects passed in cannot travel
         recipe = Recipe(plain(agent), plain(editor)) if editor_object is None and not role_kwargs else None
-        run = cls(agents, built, settings, secrets, {"agent": described, "editor": plain(editor)}, recipe=recipe)
+        run = cls(agents, built, settings, secrets, {"agent": described, "editor": plain(editor)}, recipe=recipe,
+                  policy=check_policy(policy))
         return run if spacing is None else run.with_spacing(spacing)
 
     @classmethod
@@ -148,7 +153,8 @@ class RefineRun:
         :class:`~neurorefiner.errors.InputError` naming the file (exit 2) before any role is built. Without
         them (``neurorefiner inspect``, tests) the run is at 1, 1, 1 um until :meth:`with_spacing`."""
         choice = None if image is None else resolve_spacing(cfg.get("spacing"), image, mask)
-        return cls.build(cfg.agent, cfg.get("loop"), cfg.get("editor"), int(cfg.get("t_max", 5)), choice, **kwargs)
+        return cls.build(cfg.agent, cfg.get("loop"), cfg.get("editor"), int(cfg.get("t_max", 5)), choice,
+                         policy=plain(cfg.get("policy")) or None, **kwargs)
 
     def with_spacing(self, spacing: SpacingChoice | tuple | list, source: str | None = None) -> RefineRun:
         """The same run (same roles and editor objects) at another voxel size."""
@@ -188,7 +194,7 @@ class RefineRun:
         return {"type": "run", "version": TRACE_VERSION, **inputs, "spacing": list(self.spacing),
                 "spacing_from": self.spacing_from, "settings": self.settings.as_dict(),
                 "agent": self.description.get("agent"), "editor": self.description.get("editor"), "root_zyx": None,
-                **extra}
+                "policy": dict(self.policy), **extra}
 
     def __reduce__(self) -> tuple:
         """Pickled as its recipe, settings and voxel size (the roles and editor are rebuilt on unpickling):
@@ -197,7 +203,7 @@ class RefineRun:
             raise TypeError("a RefineRun built with objects (editor_object, role_kwargs) cannot be sent to another "
                             "process; build it from config alone")
         return (_rebuilt, (self.recipe, self.settings, self.secrets, self.description, self.spacing,
-                           self.spacing_from))
+                           self.spacing_from, self.policy))
 
     def run(self, image: np.ndarray, mask: np.ndarray, trace_path: str | Path | None = None,
             inputs: Mapping[str, Any] | None = None, prior: PriorRun | None = None, header: dict | None = None,
@@ -209,6 +215,8 @@ class RefineRun:
         image = np.asarray(image, np.float32)
         mask = np.asarray(mask, bool)
         tree_root = None if root is None else tuple(float(v) for v in root)
+        if self.policy["kind"] != "agents":
+            return self._run_policy(image, mask, tree_root, trace_path, header, inputs)
         if trace_path is None:
             return run_loop(image, mask, self.agents, self.editor, self.settings, self.spacing, prior=prior,
                             progress=progress, root=tree_root)
@@ -225,17 +233,55 @@ class RefineRun:
         return result
 
 
+    def _run_policy(self, image: np.ndarray, mask: np.ndarray, root: Sequence[float] | None,
+                    trace_path: str | Path | None, header: dict | None, inputs: Mapping[str, Any] | None
+                    ) -> LoopResult:
+        """A plan whose validation chose no agents: the classical refiner (bridging to the piece at ``root``) or
+        the mask as it is; the trace, when asked for, holds the run header and a ``done`` record naming it."""
+        t0 = time.perf_counter()
+        if self.policy["kind"] == "classical":
+            from neurorefiner.baselines.classical import classical_refine
+
+            out = classical_refine(image, mask, self.spacing, min_size=int(self.policy["min_size"]),
+                                   max_gap=float(self.policy["max_gap"]), root=root)
+        else:
+            out = mask.copy()
+        seconds = round(time.perf_counter() - t0, 3)
+        counts = {"policy": self.policy["kind"], "voxels_added": int((out & ~mask).sum()),
+                  "voxels_removed": int((mask & ~out).sum())}
+        result = LoopResult(out, [], {}, {"policy": seconds}, True, counts)
+        if trace_path is not None:
+            with TraceWriter(trace_path, self.secrets) as trace:
+                head = header or self.header(image, mask, **({} if root is None else {"root_zyx": list(root)}))
+                trace.write({**head, "resumed": False, "inputs": {k: str(v) for k, v in (inputs or {}).items()}})
+                trace.write({"type": "done", "mask_hash": array_hash(out), "seconds": seconds, "counts": counts,
+                             "converged": True})
+        return result
+
+
+def check_policy(policy: Mapping[str, Any] | None) -> dict:
+    """A run's policy as a plain dict (``{"kind": "agents"}`` when none is given), or an :class:`InputError`."""
+    from neurorefiner.io.refiner_plans import POLICY_KINDS
+
+    node = dict(policy or {"kind": "agents"})
+    if node.get("kind") not in POLICY_KINDS:
+        raise InputError(f"policy.kind must be one of {', '.join(POLICY_KINDS)}, got {node.get('kind')!r}")
+    if node["kind"] == "classical" and not {"min_size", "max_gap"} <= set(node):
+        raise InputError("a classical policy needs min_size and max_gap (the refiner's plans.json)")
+    return node
+
+
 def _rebuilt(recipe: Recipe, settings: LoopSettings, secrets: list[str], description: dict,
-             spacing: tuple[float, float, float], spacing_from: str) -> RefineRun:
+             spacing: tuple[float, float, float], spacing_from: str, policy: dict) -> RefineRun:
     """A pickled :class:`RefineRun` on arrival: roles and editor from its recipe, everything else as sent."""
     agents, _, _ = recipe.agents()
     return RefineRun(agents, recipe.lazy_editor(), settings, list(secrets), dict(description), tuple(spacing),
-                     spacing_from, recipe)
+                     spacing_from, recipe, policy)
 
 
 WHAT = {"image_hash": "another image", "mask_hash": "another mask", "version": "an older trace format",
         "settings": "other loop settings", "agent": "other agents", "editor": "another editor",
-        "root_zyx": "another root (soma) position"}
+        "root_zyx": "another root (soma) position", "policy": "another refiner policy"}
 
 
 def same_run(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

@@ -162,16 +162,19 @@ def test_own_stacks_without_a_voxel_size_are_refused(tmp_path: Path) -> None:
         get_dataset("own", root=tmp_path).cases("train")
 
 
-def test_refiner_adapted_loads_the_folders_editor_and_judge() -> None:
+def test_refiner_adapted_loads_the_folders_editor_and_judge(tmp_path: Path) -> None:
     from hydra import compose, initialize_config_dir
 
+    from neurorefiner.io.refiner_plans import write_plan
+
+    write_plan(tmp_path, {"kind": "agents", "judge": "judge.json", "editor": "editor.ckpt"}, {})
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf")):
         for name in ("refine", "evaluate"):
-            cfg = compose(config_name=name, overrides=["refiner=adapted", "refiner_dir=/lab/refiner",
+            cfg = compose(config_name=name, overrides=["refiner=adapted", f"refiner_dir={tmp_path}",
                                                        "image=a.tif", "mask=b.tif"] if name == "refine"
-                          else ["refiner=adapted", "refiner_dir=/lab/refiner"])
-            assert cfg.editor.checkpoint == "/lab/refiner/editor.ckpt"
-            assert cfg.agent.inspector.judge == "/lab/refiner/judge.json"
+                          else ["refiner=adapted", f"refiner_dir={tmp_path}"])
+            assert cfg.editor.checkpoint == str(tmp_path.resolve() / "editor.ckpt")
+            assert cfg.agent.inspector.judge == str(tmp_path.resolve() / "judge.json")
             shipped = compose(config_name=name, overrides=["image=a.tif", "mask=b.tif"] if name == "refine" else [])
             assert shipped.editor.checkpoint is None
 

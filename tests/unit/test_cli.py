@@ -39,7 +39,8 @@ def test_top_level_lists_only_what_a_user_runs() -> None:
     agents escalated; make-shards: training samples written once before train.py; calibrate-judge: a lab sets the
     judge's thresholds on its own traced stacks; adapt: a lab fits the editor and judge to its own stacks)."""
     assert _names(app) == {"info", "synth", "trace", "score", "segment", "init-masks", "make-shards", "edit",
-                           "inspect", "refiner-card", "train-judge", "adapt", "calibrate-judge", "review", "study"}
+                           "inspect", "refiner-card", "train-judge", "adapt", "choose", "calibrate-judge", "review",
+                           "study"}
 
 
 def test_every_study_module_is_registered() -> None:

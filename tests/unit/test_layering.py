@@ -34,8 +34,9 @@ STAGES: list[set[str]] = [
     {"baselines"},
     {"training", "inference"},
     {"agents"},
-    {"refine", "adaptation"},
+    {"refine"},
     {"evaluation"},
+    {"adaptation"},   # plan -> train -> choose: its choose step scores policies through evaluation/
     {"review"},
     {"studies"},
     {"cli", "__main__"},  # python -m neurorefiner: the console command

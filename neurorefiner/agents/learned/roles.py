@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +58,17 @@ def _load_judge(judge: str | Path | Judge | None) -> Judge:
     if isinstance(judge, Judge):
         return judge
     return Judge.load(judge or shipped_judge())
+
+
+def with_thresholds(judge: Judge, thresholds: Mapping[str, float] | None) -> Judge:
+    """``judge`` deciding at ``thresholds`` (per kind; kinds not named keep the judge's own): a refiner's plan sets
+    them, chosen on validation by the tables' score (:mod:`neurorefiner.adaptation.choose`), not by the judge's
+    per-candidate precision floor."""
+    if not thresholds:
+        return judge
+    import dataclasses
+
+    return dataclasses.replace(judge, thresholds={**judge.thresholds, **{k: float(v) for k, v in thresholds.items()}})
 
 
 def join_gate(c: Candidate, signal_min: float = 0.25, max_crowding: float = 4, reach_um: float = 8.0,
@@ -125,8 +136,9 @@ class LearnedInspector:
                  noise_span: Sequence[int] = DEFAULT_SPAN, chain_joins: bool = False, chain_links: int = 2,
                  chain_via_max: int = 50, join_piece_min_size: int = PieceCheck.min_size,
                  join_piece_min_signal: float = PieceCheck.min_signal,
-                 join_piece_skip_small_tree: bool = PieceCheck.skip_small_tree) -> None:
-        self.judge = _load_judge(judge)
+                 join_piece_skip_small_tree: bool = PieceCheck.skip_small_tree,
+                 thresholds: Mapping[str, float] | None = None) -> None:
+        self.judge = with_thresholds(_load_judge(judge), thresholds)
         self.chain_joins, self.chain_links, self.chain_via_max = bool(chain_joins), int(chain_links), int(chain_via_max)
         self.group_noise = bool(group_noise)
         self.noise_span = tuple(int(v) for v in noise_span)
