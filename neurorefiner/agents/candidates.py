@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neurorefiner.agents.pieces import direction, elongation, end_features, intensity_levels, piece_voxels
 from neurorefiner.topology.tree_root import tree_piece
 
 KINDS = ("join", "remove", "prune")
@@ -70,58 +71,8 @@ class Candidate:
 
 
 # ----------------------------------------------------------------------------------------------- helpers
-def intensity_levels(image: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
-    """Median background and foreground intensity (the heuristic detector's reading, on a subsample), with the
-    foreground kept above the background: the scale every brightness is read on."""
-    from neurorefiner.agents.heuristic.detect import _intensity_levels
-
-    bg, fg = _intensity_levels(image, mask)
-    return bg, max(fg, bg + 1e-3)
-
-
 def _rel(values: np.ndarray, bg: float, fg: float) -> np.ndarray:
     return (np.asarray(values, np.float64) - bg) / (fg - bg)
-
-
-def _elongation(coords_um: np.ndarray) -> float:
-    """sqrt of the largest over the second principal variance (1 for a ball, large for a tube)."""
-    if len(coords_um) < 3:
-        return 1.0
-    ev = np.sort(np.linalg.eigvalsh(np.cov(coords_um.T)))[::-1]
-    return float(np.sqrt(ev[0] / max(ev[1], 1e-3)))
-
-
-def _direction(points_um: np.ndarray) -> np.ndarray:
-    """Unit principal axis of a small point set (zero vector when undefined)."""
-    if len(points_um) < 2:
-        return np.zeros(3)
-    centred = points_um - points_um.mean(axis=0)
-    axis = np.linalg.svd(centred, full_matrices=False)[2][0]
-    return axis / max(np.linalg.norm(axis), 1e-9)
-
-
-def _end_features(tree, pts_um: np.ndarray, p: np.ndarray, towards: np.ndarray, radius: float
-                  ) -> tuple[float, float]:  # type: ignore[no-untyped-def]
-    """(facing, alignment) of a piece at ``p`` for a gap towards ``towards``: facing is about -1 at an end
-    whose mass lies behind it (away from the gap) and about 0 on a tube's side; alignment is |cos| between
-    the piece's local axis and the gap direction (1: the gap continues the fibre)."""
-    idx = tree.query_ball_point(p, radius)
-    g = towards - p
-    ng = np.linalg.norm(g)
-    if len(idx) < 2 or ng < 1e-6:
-        return -1.0, 1.0
-    local = pts_um[idx]
-    offset = local.mean(axis=0) - p
-    no = np.linalg.norm(offset)
-    facing = 0.0 if no < 1e-6 else float(np.dot(offset, g) / (no * ng)) * min(1.0, no / (0.35 * radius))
-    align = float(abs(np.dot(_direction(local), g / ng))) if len(idx) >= 3 else 1.0
-    return facing, align
-
-
-def piece_voxels(labels: np.ndarray, box: Sequence[int], c: int) -> np.ndarray:
-    """Voxels of piece ``c`` read in its own bounding box (``cc3d.statistics`` order z0, z1, y0, y1, x0, x1)."""
-    z0, z1, y0, y1, x0, x1 = (int(v) for v in box)
-    return np.argwhere(labels[z0:z1 + 1, y0:y1 + 1, x0:x1 + 1] == c) + np.array([z0, y0, x0])
 
 
 # ----------------------------------------------------------------------------------------------- the set
@@ -296,8 +247,8 @@ def _join_candidate(cx: PieceContext, small: int, big: int, a: np.ndarray, b: np
                     brightest_path, bg: float, fg: float) -> Candidate:  # type: ignore[no-untyped-def]
     sp, s = cx.sp, cx.s
     a_um, b_um = a * sp, b * sp
-    face_s, align_s = _end_features(cx.tree(small), cx.voxels(small) * sp, a_um, b_um, s.end_radius_um)
-    face_b, align_b = _end_features(cx.tree(big), cx.voxels(big) * sp, b_um, a_um, s.end_radius_um)
+    face_s, align_s = end_features(cx.tree(small), cx.voxels(small) * sp, a_um, b_um, s.end_radius_um)
+    face_b, align_b = end_features(cx.tree(big), cx.voxels(big) * sp, b_um, a_um, s.end_radius_um)
     path = brightest_path(cx.image, a, b, sp / sp.min())
     inner = path[1:-1] if len(path) > 2 else path
     vals = _rel(cx.image[tuple(inner.T)], bg, fg)
@@ -322,7 +273,7 @@ def _join_candidate(cx: PieceContext, small: int, big: int, a: np.ndarray, b: np
         "path_tortuosity": float(steps / max(gap, 1e-6)),
         "small_brightness": float(_rel(cx.image[tuple(cx.voxels(small).T)], bg, fg).mean()),
         "big_brightness": float(_rel(cx.image[tuple(cx.voxels(big).T)], bg, fg).mean()),
-        "small_elongation": _elongation(cx.voxels(small) * sp),
+        "small_elongation": elongation(cx.voxels(small) * sp),
         "small_dist_main_um": float(cx.dist_to_main(a)[0]) if small != cx.main else 0.0,
         "small_signal_p50": cx.signal(small),
         "big_signal_p50": cx.signal(big),
@@ -365,7 +316,7 @@ def _removals(cx: PieceContext) -> list[Candidate]:
                     break
         feats = {
             "log_size": float(np.log1p(len(vox))),
-            "elongation": _elongation(um),
+            "elongation": elongation(um),
             "extent_um": float(ext.max()),
             "extent_z_um": float(ext[0]),
             "brightness": float(vals.mean()),
@@ -481,7 +432,7 @@ def _continuity(sk: _PieceSkeleton, i: int, junction: int, d_this: np.ndarray, s
         q = q if np.array_equal(q[0], sk.coords[junction]) else q[::-1]
         q_um = q * sp
         seg = q_um[: min(len(q), 8)]
-        d_other = _direction(seg)
+        d_other = direction(seg)
         d_other = d_other if np.dot(d_other, seg[-1] - seg[0]) >= 0 else -d_other  # leaving the junction
         best_cont = max(best_cont, float(np.dot(d_this, d_other)))
         others_len = max(others_len, float(sk.blen[j]))
@@ -501,7 +452,7 @@ def _prune_candidate(cx: PieceContext, c: int, sk: _PieceSkeleton, i: int) -> Ca
         p = p[::-1]
     p_um = p * sp
     at_j = p_um[-min(len(p), 8):]
-    d_this = _direction(at_j)
+    d_this = direction(at_j)
     d_this = d_this if np.dot(d_this, p_um[-1] - at_j[0]) >= 0 else -d_this  # pointing into the junction
     best_cont, n_others, others_len = _continuity(sk, i, junction, d_this, sp)
     thick = sk.depth[tuple(p.T)]

@@ -19,6 +19,7 @@ from neurorefiner.agents.roles import EditFrame, Editor
 from neurorefiner.errors import InputError
 from neurorefiner.topology.blocks import centred_window
 from neurorefiner.topology.instructions import Instruction
+from neurorefiner.topology.positions import locate
 
 
 def load_topo_refiner(checkpoint: str | None = None, threshold: float = 0.5, confine_margin: int | None = 4,
@@ -107,6 +108,15 @@ def frame_around(centre: Sequence[float], size: Sequence[int], region_shape: Seq
         short = int(n) - (s.stop - s.start)
         pad.append((short // 2, short - short // 2) if short > 0 else (0, 0))
     return EditFrame(window, tuple(pad))
+
+
+def frame_position(points: np.ndarray, frame: EditFrame):  # type: ignore[no-untyped-def]
+    """The cell of ``frame`` holding most of ``points`` (region coordinates) that fall inside it: the place an
+    instruction names (every Advisor's reading of where an edit lies)."""
+    f = frame.to_frame(points)
+    keep = np.all((f >= 0) & (f < np.array(frame.shape)), axis=1)
+    f = f[keep] if keep.any() else np.clip(f, 0, np.array(frame.shape) - 1)
+    return locate(f.astype(float), frame.shape)
 
 
 def frame_context(frame: EditFrame, mask: np.ndarray, halo: int) -> np.ndarray | None:

@@ -16,25 +16,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from neurorefiner.agents.editor import frame_around
+from neurorefiner.agents.editor import frame_around, frame_position
 from neurorefiner.agents.heuristic.detect import DetectSettings, find_defects
 from neurorefiner.agents.roles import Advice, Attempt, BlockContext, CallInfo, Defect, EditFrame, Flag, Step
 from neurorefiner.topology.components import component_voxels
 from neurorefiner.topology.instructions import Instruction
-from neurorefiner.topology.positions import cell_index, locate
+from neurorefiner.topology.positions import cell_index
 
 
 def _cell(points: np.ndarray, frame: EditFrame) -> tuple[int, int, int]:
     inside = np.clip(frame.to_frame(points), 0, np.array(frame.shape) - 1)
     return tuple(int(v) for v in cell_index(inside, frame.shape)[0])  # type: ignore[return-value]
-
-
-def _position(points: np.ndarray, frame: EditFrame):  # type: ignore[no-untyped-def]
-    """The cell holding most of ``points`` (region coordinates) that fall inside the frame."""
-    f = frame.to_frame(points)
-    keep = np.all((f >= 0) & (f < np.array(frame.shape)), axis=1)
-    f = f[keep] if keep.any() else np.clip(f, 0, np.array(frame.shape) - 1)
-    return locate(f.astype(float), frame.shape)
 
 
 class HeuristicAdvisor:
@@ -69,12 +61,12 @@ class HeuristicAdvisor:
             direction = (b - a) / max(np.linalg.norm(b - a), 1e-6)
             connect = None
             if ca != cb:
-                connect = Instruction("connect", _position(a[None], frame), _position(b[None], frame))
+                connect = Instruction("connect", frame_position(a[None], frame), frame_position(b[None], frame))
             else:  # both ends in one cell: step back along the fibre to name two cells
                 a2, b2 = a - direction * self.step_back, b + direction * self.step_back
                 if _cell(a2[None], frame) != _cell(b2[None], frame):
-                    connect = Instruction("connect", _position(a2[None], frame), _position(b2[None], frame))
-            repair = Instruction("repair", _position(np.rint(mid)[None], frame))
+                    connect = Instruction("connect", frame_position(a2[None], frame), frame_position(b2[None], frame))
+            repair = Instruction("repair", frame_position(np.rint(mid)[None], frame))
             first, second = (connect, repair) if ca != cb else (repair, connect)
             for ins in (first, second) if centre is mid else (first,):
                 if ins is not None:
@@ -91,14 +83,14 @@ class HeuristicAdvisor:
         out = []
         for c in (centre, centre + np.array([0, 8, 8])):
             frame = frame_around(c, ctx.editor_size, ctx.mask.shape)
-            single = Instruction("remove", _position(voxels, frame))
+            single = Instruction("remove", frame_position(voxels, frame))
             span = None
             if len(voxels) >= 3:
                 axis = np.linalg.svd(voxels - centre, full_matrices=False)[2][0]
                 proj = (voxels - centre) @ axis
                 p0, p1 = voxels[int(np.argmin(proj))], voxels[int(np.argmax(proj))]
                 if _cell(p0[None], frame) != _cell(p1[None], frame):
-                    span = Instruction("remove", _position(p0[None], frame), _position(p1[None], frame))
+                    span = Instruction("remove", frame_position(p0[None], frame), frame_position(p1[None], frame))
             for ins in (single, span) if c is centre else (single,):
                 if ins is not None:
                     out.append((ins, frame))

@@ -29,6 +29,7 @@ import cc3d
 import numpy as np
 from scipy.spatial import cKDTree
 
+from neurorefiner.agents.pieces import UnionFind, elongation, facing, median_levels, piece_voxels
 from neurorefiner.agents.roles import Defect
 from neurorefiner.topology.blocks import label_components
 
@@ -56,38 +57,6 @@ def _zscale(spacing: Sequence[float]) -> np.ndarray:
     z, y, x = (float(s) for s in spacing)
     xy = min(y, x)
     return np.array([z / xy, y / xy, x / xy])
-
-
-class UnionFind:
-    """Disjoint sets of component labels: which pieces a chain of chosen joins has already joined."""
-
-    def __init__(self) -> None:
-        self.parent: dict[int, int] = {}
-
-    def find(self, a: int) -> int:
-        self.parent.setdefault(a, a)
-        while self.parent[a] != a:
-            self.parent[a] = self.parent[self.parent[a]]
-            a = self.parent[a]
-        return a
-
-    def union(self, a: int, b: int) -> bool:
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return False
-        self.parent[rb] = ra
-        return True
-
-
-def _intensity_levels(image: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
-    """Median background and foreground intensity (on a subsample: this runs every round)."""
-    step = max(1, int(round((image.size / 2_000_000) ** (1 / 3))))
-    img, msk = image[::step, ::step, ::step], mask[::step, ::step, ::step]
-    bg = float(np.median(img[~msk])) if (~msk).any() else 0.0
-    fg = float(np.median(img[msk])) if msk.any() else 1.0
-    if msk.sum() < 10 and mask.any():
-        fg = float(np.median(image[mask]))
-    return bg, fg
 
 
 def gap_signal(image: np.ndarray, a: np.ndarray, b: np.ndarray, bg: float, fg: float) -> float:
@@ -122,32 +91,10 @@ def path_signal(image: np.ndarray, a: np.ndarray, b: np.ndarray, bg: float, fg: 
     return _lower_quartile(image[tuple(np.asarray(path[1:-1]).T)], bg, fg)
 
 
-def _facing(tree: cKDTree, coords: np.ndarray, p: np.ndarray, towards: np.ndarray, radius: float) -> float:
-    """Cosine between the gap direction and the way the component's nearby mass lies from p, scaled by
-    how far behind p that mass is: about -1 at an end facing the gap, about 0 on a tube's side."""
-    idx = tree.query_ball_point(p, radius)
-    if len(idx) < 2:
-        return -1.0  # a lone voxel: all end
-    offset = coords[idx].mean(axis=0) - p
-    g = towards - p
-    norm_o, norm_g = np.linalg.norm(offset), np.linalg.norm(g)
-    if norm_o < 1e-6 or norm_g < 1e-6:
-        return 0.0
-    strength = min(1.0, norm_o / (0.35 * radius))
-    return float(np.dot(offset, g) / (norm_o * norm_g)) * strength
-
-
-def _piece_voxels(labels: np.ndarray, boxes: np.ndarray, c: int) -> np.ndarray:
-    """Voxels of piece ``c`` in C order, read in its own bounding box (``cc3d.statistics`` order z0, z1, y0,
-    y1, x0, x1, inclusive): a pass over the volume per piece was the detector's cost."""
-    z0, z1, y0, y1, x0, x1 = (int(v) for v in boxes[c])
-    return np.argwhere(labels[z0:z1 + 1, y0:y1 + 1, x0:x1 + 1] == c) + np.array([z0, y0, x0])
-
-
 def _ends_no_break(local: np.ndarray, scale: np.ndarray, s: DetectSettings) -> bool:
     """A compact blob is noise, not a stretch of neurite (``find_noise``'s own test): it ends no break, so a
     field of specks is not chained into the tree."""
-    return s.ends_not_blobs and len(local) <= s.blob_max_size and _elongation(local, scale) < s.blob_elongation
+    return s.ends_not_blobs and len(local) <= s.blob_max_size and elongation(local * scale) < s.blob_elongation
 
 
 def _pieces_near(labels: np.ndarray, boxes: np.ndarray, by_size: Sequence[int], tree_pts: np.ndarray,
@@ -165,7 +112,7 @@ def _pieces_near(labels: np.ndarray, boxes: np.ndarray, by_size: Sequence[int], 
         sep = np.maximum(0.0, np.maximum(b[[0, 2, 4]] * scale - hi_t, lo_t - b[[1, 3, 5]] * scale))
         if np.linalg.norm(sep) > s.gap_max:
             continue
-        local = _piece_voxels(labels, boxes, c)
+        local = piece_voxels(labels, boxes[c], c)
         if _ends_no_break(local, scale, s):
             continue
         d, _ = tree.query(local * scale, distance_upper_bound=s.gap_max)
@@ -188,7 +135,7 @@ def find_breaks(mask: np.ndarray, image: np.ndarray, labels: np.ndarray, sizes: 
     pts: dict[int, np.ndarray] = {}
     order: list[int] = []
     for c in by_size[: 4 * s.max_candidates]:  # a bounded number of pieces is examined
-        local = _piece_voxels(labels, boxes, c)
+        local = piece_voxels(labels, boxes[c], c)
         if _ends_no_break(local, scale, s):
             continue
         pts[c] = local
@@ -202,7 +149,7 @@ def find_breaks(mask: np.ndarray, image: np.ndarray, labels: np.ndarray, sizes: 
     if len(order) < 2:
         return []
     trees = {c: cKDTree(pts[c] * scale) for c in order}
-    bg, fg = _intensity_levels(image, mask)
+    bg, fg = median_levels(image, mask)
     found: list[tuple[float, Defect, int, int]] = []
     for i, ci in enumerate(order):
         bi = np.asarray(boxes[ci], dtype=float)
@@ -221,8 +168,8 @@ def find_breaks(mask: np.ndarray, image: np.ndarray, labels: np.ndarray, sizes: 
                 continue
             p_small, p_big = pts[small][k], pts[big][int(idx[k])]
             a, b = p_small * scale, p_big * scale
-            face_small = _facing(trees[small], pts[small] * scale, a, b, s.end_radius)
-            face_big = _facing(trees[big], pts[big] * scale, b, a, s.end_radius)
+            face_small = facing(trees[small], pts[small] * scale, a, b, s.end_radius)
+            face_big = facing(trees[big], pts[big] * scale, b, a, s.end_radius)
             if min(face_small, face_big) > -0.5 or max(face_small, face_big) > 0.2:
                 continue  # neither is an end facing the other, or one turns away
             dist = float(d[k])
@@ -247,15 +194,6 @@ def find_breaks(mask: np.ndarray, image: np.ndarray, labels: np.ndarray, sizes: 
     return out
 
 
-def _elongation(coords: np.ndarray, scale: np.ndarray) -> float:
-    """sqrt of the largest over the second principal variance (1 for a ball, large for a tube)."""
-    if len(coords) < 3:
-        return 1.0
-    c = coords * scale
-    ev = np.sort(np.linalg.eigvalsh(np.cov(c.T)))[::-1]
-    return float(np.sqrt(ev[0] / max(ev[1], 1e-3)))
-
-
 def find_noise(labels: np.ndarray, sizes: np.ndarray, exclude: set[int], spacing: Sequence[float],
                s: DetectSettings) -> list[Defect]:
     """FP defects: tiny pieces and compact blobs, largest first."""
@@ -270,12 +208,12 @@ def find_noise(labels: np.ndarray, sizes: np.ndarray, exclude: set[int], spacing
     out = []
     for c in sorted(cand, key=lambda c: (-int(sizes[c]), int(c))):
         size = int(sizes[c])
-        local = _piece_voxels(labels, boxes, c)
+        local = piece_voxels(labels, boxes[c], c)
         if size <= s.fp_max_size:
             note = f"speck of {size} voxels, apart from the tree"
             out.append(Defect("FP", (tuple(int(v) for v in local[0]),), size, note))
             continue
-        elong = _elongation(local, scale)
+        elong = elongation(local * scale)
         if elong >= s.blob_elongation:
             continue
         centre = local.mean(axis=0)

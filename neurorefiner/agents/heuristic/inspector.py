@@ -14,13 +14,13 @@ A defect found in 2D is lifted back to 3D at the first foreground slice under it
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 
 import numpy as np
 
 from neurorefiner.agents.heuristic.detect import DetectSettings, find_defects
+from neurorefiner.agents.pieces import tile_labels
 from neurorefiner.agents.roles import CallInfo, Defect, Flag, GlobalView, Inspection
-from neurorefiner.topology.blocks import Block, block_of_point, label_components
+from neurorefiner.topology.blocks import block_of_point
 
 
 def _defect_xy(defect: Defect) -> np.ndarray:
@@ -35,24 +35,6 @@ def _lift(defect: Defect, mask: np.ndarray) -> Defect:
         column = mask[:, y, x]
         anchors.append((int(column.argmax()) if column.any() else mask.shape[0] // 2, int(y), int(x)))
     return Defect(defect.kind, tuple(anchors), defect.size, defect.note + " (seen in the xy MIP)")
-
-
-def _tile_labels(mip2d: np.ndarray, blocks: Sequence[Block]) -> np.ndarray:
-    """Components of a 2D MIP labelled inside each block's tile alone (ids unique across tiles)."""
-    out = np.zeros(mip2d.shape, np.uint32)
-    offset = 0
-    seen: set[tuple[int, int, int, int]] = set()
-    for b in blocks:
-        key = (b.slices[1].start, b.slices[1].stop, b.slices[2].start, b.slices[2].stop)
-        if key in seen:
-            continue
-        seen.add(key)
-        labels, n = label_components(mip2d[None, b.slices[1], b.slices[2]])
-        labels = labels[0].astype(np.uint32)
-        labels[labels > 0] += offset
-        out[b.slices[1], b.slices[2]] = labels
-        offset += n
-    return out[None]
 
 
 class HeuristicInspector:
@@ -74,7 +56,7 @@ class HeuristicInspector:
         if "betti0" in view.inputs:
             return find_defects(mask, view.image, view.spacing, self.settings)
         mask2, image2 = mask.max(axis=0)[None], np.asarray(view.image).max(axis=0)[None]
-        labels = _tile_labels(mask2[0], view.blocks) if "block_mips" in view.inputs else None
+        labels = tile_labels(mask2[0], view.blocks) if "block_mips" in view.inputs else None
         flat = find_defects(mask2, image2, (1.0, view.spacing[1], view.spacing[2]), self.settings, labels=labels)
         return [_lift(d, mask) for d in flat]
 

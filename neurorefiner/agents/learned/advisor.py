@@ -31,8 +31,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from neurorefiner.agents.editor import frame_around
-from neurorefiner.agents.heuristic.advisor import HeuristicAdvisor, _position
+from neurorefiner.agents.editor import frame_around, frame_position
+from neurorefiner.agents.heuristic.advisor import HeuristicAdvisor
 from neurorefiner.agents.heuristic.detect import DetectSettings
 from neurorefiner.agents.roles import BlockContext, Defect, EditFrame
 from neurorefiner.defects.describe import (
@@ -102,7 +102,7 @@ class LearnedAdvisor(HeuristicAdvisor):
             tip, junction = anchors[0], anchors[1]
             for centre in ((tip + junction) / 2.0, junction + (tip - junction) * 0.25):
                 frame = frame_around(centre, ctx.editor_size, ctx.mask.shape)
-                a, b = _position(tip[None], frame), _position(junction[None], frame)
+                a, b = frame_position(tip[None], frame), frame_position(junction[None], frame)
                 out.append((Instruction("remove", a, b) if a != b else Instruction("remove", a), frame))
             return out
         return self._noise_candidates(ctx, anchors[0])

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from neurorefiner.agents.candidates import Candidate, CandidateSet, PieceContext, join_between
-from neurorefiner.agents.heuristic.detect import UnionFind
 from neurorefiner.agents.learned.judge import CropView, Judge
+from neurorefiner.agents.pieces import UnionFind
 
 CLUTTER_RADIUS_UM = 10.0  # as the join search counts the joins near a join's tree end
 

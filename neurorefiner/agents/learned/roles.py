@@ -24,13 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from neurorefiner.agents.candidates import Candidate, CandidateSettings, find_candidates
-from neurorefiner.agents.heuristic.detect import UnionFind
 from neurorefiner.agents.heuristic.validator import HeuristicValidator
 from neurorefiner.agents.learned.advisor import LearnedAdvisor  # noqa: F401 - the learned backend's Advisor
 from neurorefiner.agents.learned.attached_piece import PieceCheck
 from neurorefiner.agents.learned.judge import CropView, Judge
 from neurorefiner.agents.learned.noise_groups import DEFAULT_SPAN, group_noise
 from neurorefiner.agents.learned.visibility import ALL_INPUTS, visible
+from neurorefiner.agents.pieces import UnionFind
 from neurorefiner.agents.roles import (
     Advice,
     BlockContext,

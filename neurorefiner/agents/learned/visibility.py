@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from neurorefiner.agents.candidates import Candidate
+from neurorefiner.agents.pieces import tile_labels
 from neurorefiner.topology.blocks import Block
 
 ALL_INPUTS = ("global_mip", "block_mips", "betti0")
@@ -31,12 +32,6 @@ def _global_labels(mip: np.ndarray) -> np.ndarray:
     from neurorefiner.topology.components import label_components
 
     return np.asarray(label_components(mip[None])[0][0], np.int64)
-
-
-def _tile_labels(mip: np.ndarray, blocks: Sequence[Block]) -> np.ndarray:
-    from neurorefiner.agents.heuristic.inspector import _tile_labels as tile_labels
-
-    return np.asarray(tile_labels(mip, blocks)[0], np.int64)
 
 
 def _pieces_per_component(view: np.ndarray, labels3d: np.ndarray) -> np.ndarray:
@@ -72,6 +67,6 @@ def visible(candidates: Sequence[Candidate], labels3d: np.ndarray, blocks: Seque
     if "global_mip" in inputs:
         views.append(_global_labels(mip))
     if "block_mips" in inputs:
-        views.append(_tile_labels(mip, blocks))
+        views.append(np.asarray(tile_labels(mip, blocks)[0], np.int64))
     counted = [(v, _pieces_per_component(v, labels3d)) for v in views]
     return np.array([any(_seen_in(v, n, c) for v, n in counted) for c in candidates], bool)

@@ -1,0 +1,39 @@
+"""How the agents' backends (agents/<backend>/: heuristic, learned, vlm) stand to one another, read statically.
+
+A backend uses another's or a shared agents module's public names only: geometry two backends need lives in one
+shared module (:mod:`neurorefiner.agents.pieces`) that both import, so no backend reaches into another's private
+helpers or keeps a copy of them. Private names are shared only inside one backend's own package."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+AGENTS = Path(__file__).resolve().parents[2] / "neurorefiner" / "agents"
+BACKENDS = sorted(p.name for p in AGENTS.iterdir() if (p / "__init__.py").is_file())
+
+
+def _backend(module: str) -> str | None:
+    """``neurorefiner.agents.<backend>.x`` -> backend; a shared agents module (agents/x.py) -> None."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[2] in BACKENDS else None
+
+
+def _private_imports(path: Path) -> list[str]:
+    own = _backend(".".join(path.relative_to(AGENTS.parents[1]).with_suffix("").parts))
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                and node.module.startswith("neurorefiner.agents.")):
+            continue
+        if own is not None and _backend(node.module) == own:
+            continue  # within one backend's own package
+        found += [f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    return found
+
+
+def test_no_private_name_crosses_an_agents_module() -> None:
+    assert BACKENDS and "learned" in BACKENDS and "heuristic" in BACKENDS
+    found = {str(p.relative_to(AGENTS)): names for p in sorted(AGENTS.rglob("*.py")) if (names := _private_imports(p))}
+    assert not found, f"private names imported across agents modules (make them public in agents/pieces.py): {found}"
+
