@@ -1,8 +1,8 @@
 """The agents (inspector, advisor, validator), the loop that runs them (Algorithm 1), and the instruction
 grammar they share with TopoRefineNet.
 
-The roles are interfaces (:mod:`neurorefiner.agents.roles`) with ``heuristic``, ``vlm`` and ``replay``
-implementations chosen by ``conf/agent/``; :mod:`neurorefiner.agents.loop` knows only the interfaces.
+The roles are interfaces (:mod:`neurorefiner.agents.roles`) with ``learned`` (the default), ``heuristic``, ``vlm``
+and ``replay`` implementations chosen by ``conf/agent/``; :mod:`neurorefiner.agents.loop` knows only the interfaces.
 The grammar lives in ``neurorefiner.topology.instructions`` (lower layers use it from there);
 ``neurorefiner.agents.instructions`` re-exports it under the agents' name.
 """

@@ -1,9 +1,9 @@
 """The three roles of the loop as interfaces, and the values they pass to each other.
 
 The loop (Algorithm 1) only knows these Protocols; which implementation stands behind each role
-(``heuristic``, ``vlm``, ``replay`` or a test's scripted one) is chosen by config. Every value here turns
-into JSON and back, because every decision is written to the trace and a replayed or resumed run reads
-it from there.
+(``learned``, the default, ``heuristic``, ``vlm``, ``replay`` or a test's scripted one) is chosen by config
+(``conf/agent/``). Every value here turns into JSON and back, because every decision is written to the trace and
+a replayed or resumed run reads it from there.
 
 Coordinates: a *region* is a block plus a halo, cut from the volume; it is what a block's work sees
 (a pure function of the region's image, mask and the flag). An *edit frame* is the editor-sized box

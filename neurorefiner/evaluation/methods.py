@@ -85,7 +85,7 @@ class NeuroRefiner:
     :class:`neurorefiner.refine.run.RefineRun` built as ``refine.py`` builds it (one trace format), at each
     case's spacing (the dataset's known voxel size, recorded in the trace header).
 
-    ``agent``: the ``agent`` config node (heuristic, vlm, replay, any backend); ``loop``: :class:`LoopSettings`
+    ``agent``: the ``agent`` config node (learned, heuristic, vlm, replay: any backend); ``loop``: :class:`LoopSettings`
     fields (``conf/loop/default.yaml``; ``roles`` and ``inspector_inputs`` are the Table 3 and Table 5
     switches); ``agent_overrides`` is merged onto ``agent`` (one registry entry per VLM in Table 4, e.g.
     ``{model: ...}``); ``editor``: the editor node (``conf/editor/``; built once, on the first edit, and kept

@@ -9,6 +9,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import neurorefiner.agents as agents_pkg
+import neurorefiner.agents.roles as roles_module
+
 AGENTS = Path(__file__).resolve().parents[2] / "neurorefiner" / "agents"
 BACKENDS = sorted(p.name for p in AGENTS.iterdir() if (p / "__init__.py").is_file())
 
@@ -37,3 +40,10 @@ def test_no_private_name_crosses_an_agents_module() -> None:
     found = {str(p.relative_to(AGENTS)): names for p in sorted(AGENTS.rglob("*.py")) if (names := _private_imports(p))}
     assert not found, f"private names imported across agents modules (make them public in agents/pieces.py): {found}"
 
+
+def test_every_backend_is_named_where_the_backends_are_listed() -> None:
+    configs = sorted(p.stem for p in (AGENTS.parents[1] / "conf" / "agent").glob("*.yaml"))
+    assert set(BACKENDS) <= set(configs)
+    for doc in (agents_pkg.__doc__, roles_module.__doc__):
+        missing = [name for name in configs if f"``{name}``" not in (doc or "")]
+        assert not missing, f"backends left out of the list: {missing}"
