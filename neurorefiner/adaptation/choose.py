@@ -297,10 +297,10 @@ def validation_cases(dataset: str, segmenters: Sequence[str], folder: Path, prog
     """The cases to choose on, the judge of each and how they were judged: the dataset's ``val`` split with the
     folder's judge (trained on ``train``), or, without a ``val`` split (DIADEM dev, a lab's own stacks), the
     training split leave one stack out (each stack judged by a judge trained on the others)."""
+    from neurorefiner.adaptation.judge.training import gold_cases, held_out_judges, labelled_set
     from neurorefiner.adaptation.settings import check_dataset
     from neurorefiner.agents.learned.judge import Judge
     from neurorefiner.agents.learned.roles import shipped_judge
-    from neurorefiner.agents.learned.training import gold_cases, held_out_judges, labelled_set
     from neurorefiner.errors import InputError
 
     train, val = check_dataset(dataset)

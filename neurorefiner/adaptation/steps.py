@@ -129,7 +129,7 @@ def _step_of(last: Path, settings: AdaptSettings) -> str:
 def train_judge(settings: AdaptSettings, folder: AdaptFolder) -> dict[str, Any]:
     """The learned agents' judge, trained on the training cases' candidates under each segmenter's masks (the
     validation cases stay unseen, for checking the refiner)."""
-    from neurorefiner.agents.learned.training import train_judge as fit
+    from neurorefiner.adaptation.judge.training import train_judge as fit
 
     train, _ = check_dataset(settings.dataset)
     path, card = fit(settings.dataset, train, list(settings.segmenters), str(folder.root / JUDGE), augment=2,

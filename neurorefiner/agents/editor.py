@@ -111,8 +111,7 @@ def frame_around(centre: Sequence[float], size: Sequence[int], region_shape: Seq
 
 
 def frame_position(points: np.ndarray, frame: EditFrame):  # type: ignore[no-untyped-def]
-    """The cell of ``frame`` holding most of ``points`` (region coordinates) that fall inside it: the place an
-    instruction names (every Advisor's reading of where an edit lies)."""
+    """The cell of ``frame`` holding most of ``points`` (region coordinates) that fall inside it."""
     f = frame.to_frame(points)
     keep = np.all((f >= 0) & (f < np.array(frame.shape)), axis=1)
     f = f[keep] if keep.any() else np.clip(f, 0, np.array(frame.shape) - 1)

@@ -1,9 +1,5 @@
-"""Piece geometry every backend reads a mask with: a piece's voxels in its box, its shape, how its end faces a gap,
-the image's background and foreground levels, the pieces a chain of joins has joined, a MIP labelled tile by tile.
-
-One module, public names: the heuristic detector and the learned candidates import it, so no backend reaches into
-another's private helpers or keeps a copy of them (``tests/unit/test_agents_imports.py``).
-"""
+"""Piece geometry every backend reads a mask with (a piece's voxels, shape and ends, the image's levels, joined sets,
+a MIP labelled by tile): one module of public names, so no backend imports another's private helpers or copies them."""
 
 from __future__ import annotations
 
@@ -47,8 +43,7 @@ def median_levels(image: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
 
 
 def intensity_levels(image: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
-    """:func:`median_levels` with the foreground kept above the background: the scale every brightness of a
-    candidate is read on."""
+    """:func:`median_levels` with the foreground kept above the background: the scale candidates are read on."""
     bg, fg = median_levels(image, mask)
     return bg, max(fg, bg + 1e-3)
 
@@ -61,8 +56,7 @@ def piece_voxels(labels: np.ndarray, box: Sequence[int], c: int) -> np.ndarray:
 
 
 def elongation(coords: np.ndarray) -> float:
-    """sqrt of the largest over the second principal variance of points in physical units (1 for a ball, large
-    for a tube)."""
+    """sqrt of the largest over the second principal variance (scaled points: 1 for a ball, large for a tube)."""
     if len(coords) < 3:
         return 1.0
     ev = np.sort(np.linalg.eigvalsh(np.cov(coords.T)))[::-1]
@@ -84,15 +78,13 @@ def _facing_of(local: np.ndarray, p: np.ndarray, towards: np.ndarray, radius: fl
     norm_o, norm_g = np.linalg.norm(offset), np.linalg.norm(g)
     if norm_o < 1e-6 or norm_g < 1e-6:
         return 0.0
-    strength = min(1.0, norm_o / (0.35 * radius))
-    return float(np.dot(offset, g) / (norm_o * norm_g)) * strength
+    return float(np.dot(offset, g) / (norm_o * norm_g)) * min(1.0, norm_o / (0.35 * radius))
 
 
 def facing(tree, coords: np.ndarray, p: np.ndarray, towards: np.ndarray,  # type: ignore[no-untyped-def]
            radius: float) -> float:
-    """Cosine between the gap direction and the way the piece's mass within ``radius`` of p lies from p (``tree``:
-    a KD-tree of ``coords``), scaled by how far behind p that mass is: about -1 at an end facing the gap, about
-    0 on a tube's side."""
+    """Cosine between the gap direction and where the piece's mass within ``radius`` of p lies (``tree``: a KD-tree
+    of ``coords``), scaled by how far behind p it is: about -1 at an end facing the gap, about 0 on a tube's side."""
     idx = tree.query_ball_point(p, radius)
     if len(idx) < 2:
         return -1.0  # a lone voxel: all end

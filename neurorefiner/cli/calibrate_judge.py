@@ -35,7 +35,7 @@ def parse_stack(text: str) -> tuple[Path, Path, Path]:
 
 def load_stack(image_path: Path, mask_path: Path, gold_path: Path, spacing: str | None):  # type: ignore[no-untyped-def]
     """One labelled stack, its voxel size resolved as everywhere else (``--spacing`` > file calibration > stop)."""
-    from neurorefiner.agents.learned.calibration import LabelledStack
+    from neurorefiner.adaptation.judge.calibration import LabelledStack
     from neurorefiner.errors import InputError
     from neurorefiner.io import read_swc
     from neurorefiner.io.spacing import CLI, resolve_spacing
@@ -74,8 +74,8 @@ def calibrate_judge(stack: list[str] = typer.Option(..., "--stack",
 
     from tqdm import tqdm
 
+    from neurorefiner.adaptation.judge.calibration import calibrate, calibration_card, labelled_scores
     from neurorefiner.agents.candidates import KINDS
-    from neurorefiner.agents.learned.calibration import calibrate, calibration_card, labelled_scores
     from neurorefiner.agents.learned.judge import Judge
     from neurorefiner.errors import InputError
     from neurorefiner.io.atomic import write_text_atomic

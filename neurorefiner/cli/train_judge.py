@@ -59,14 +59,14 @@ def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registr
                 epochs: int = typer.Option(12, "--epochs", min=1, help="with --table: the network's epochs")) -> None:
     """Train the learned agents' judge on gold."""
     if table is not None:
-        from neurorefiner.agents.learned.table_training import train_table_judge
+        from neurorefiner.adaptation.judge.table_training import train_table_judge
 
         command = f"neurorefiner train-judge --table {table} --models {models} --out {out}" + (
             f" --epochs {epochs}" if epochs != 12 else "")
         path, card = train_table_judge(table, out, parse_models(models), epochs, command)
         typer.echo(f"judge -> {path}\ncard  -> {card}")
         return
-    from neurorefiner.agents.learned.training import train_judge as run
+    from neurorefiner.adaptation.judge.training import train_judge as run
 
     path, card = run(dataset, split, [s for s in segmenters.split(",") if s], str(out), augment, progress=is_tty(),
                       min_support=min_support, join_piece=join_piece, tree_root=tree_root,

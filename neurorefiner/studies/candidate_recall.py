@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from neurorefiner.adaptation.judge.gold_labels import GoldIndex
 from neurorefiner.agents.candidates import CandidateSettings, find_candidates
-from neurorefiner.agents.learned.gold_labels import GoldIndex
 
 
 def gold_breaks(labels: np.ndarray, gold: Any, spacing: Sequence[float], tol_um: float = 3.0,
@@ -128,8 +128,8 @@ def candidate_recall(dataset: str, split: str, sources: Sequence[str], out: Path
     source ``gold``, defect-cut copies of the rendered gold mask only)."""
     from tqdm import tqdm
 
-    from neurorefiner.agents.learned.mining import GOLD_STRENGTH, _case_masks, check_source, dataset_cases
-    from neurorefiner.agents.learned.training import GoldCase, augmented_masks
+    from neurorefiner.adaptation.judge.mining import GOLD_STRENGTH, _case_masks, check_source, dataset_cases
+    from neurorefiner.adaptation.judge.training import GoldCase, augmented_masks
     from neurorefiner.evaluation.tables import provenance, write_markdown, write_rows_csv
 
     stamp = provenance(command)  # before this run writes its own tracked outputs (else the table reads +dirty)

@@ -1,7 +1,7 @@
 """Where the points are: what gold-vetted choices among the candidate edits would reach.
 
 For each case (an image, a segmenter's initial mask, the gold SWC) every candidate edit is enumerated
-(:mod:`neurorefiner.agents.candidates`), labelled from the gold (:mod:`neurorefiner.agents.learned.gold_labels`)
+(:mod:`neurorefiner.agents.candidates`), labelled from the gold (:mod:`neurorefiner.adaptation.judge.gold_labels`)
 and the true ones are made directly, as a perfect editor would:
 
 * ``ceiling_a``: the true joins and the true removals of isolated pieces;
@@ -76,11 +76,11 @@ def committed_root(tree_root: str, gold: Any) -> tuple[float, float, float] | No
 
 def ceiling_masks(gc: Any, cands: Sequence[Any], labels: Sequence[int | None], judge: Any = None
                   ) -> dict[str, np.ndarray]:
-    """The rows' masks for one case (a :class:`~neurorefiner.agents.learned.training.GoldCase`) from its
+    """The rows' masks for one case (a :class:`~neurorefiner.adaptation.judge.training.GoldCase`) from its
     candidates and their gold labels; ``judge``: a judge that never saw this stack adds the row of its own
     choices made directly (what the learned agents would reach with a perfect editor)."""
+    from neurorefiner.adaptation.judge.gold_labels import GoldIndex
     from neurorefiner.agents.candidates import apply_candidates
-    from neurorefiner.agents.learned.gold_labels import GoldIndex
     from neurorefiner.agents.learned.roles import choose, join_gate
 
     true = [c for c, y in zip(cands, labels) if y == 1]
@@ -103,8 +103,8 @@ def ceiling_masks(gc: Any, cands: Sequence[Any], labels: Sequence[int | None], j
 def crop_view(gc: Any) -> Any:
     """What a judge whose models read crops is shown: the case's image and mask, at the intensity levels the
     candidates were found with (the Inspector's own view, :class:`~neurorefiner.agents.learned.judge.CropView`)."""
-    from neurorefiner.agents.candidates import intensity_levels
     from neurorefiner.agents.learned.judge import CropView
+    from neurorefiner.agents.pieces import intensity_levels
 
     spacing = tuple(float(v) for v in gc.spacing)
     return CropView(gc.image, gc.mask, spacing, intensity_levels(gc.image, gc.mask))  # type: ignore[arg-type]
@@ -147,11 +147,11 @@ def run_ceilings(cases: Sequence[Any], judges: dict[str, Any] | None = None, pro
     ``judges``: group -> a judge trained without that group (the judge rows are skipped without)."""
     from tqdm import tqdm
 
-    from neurorefiner.agents.learned.training import labelled_set
+    from neurorefiner.adaptation.judge.training import labelled_set
 
     data, per_case = labelled_set(cases, progress=progress, augment=2 if judges is None else 0)
     if judges is None:
-        from neurorefiner.agents.learned.training import held_out_judges
+        from neurorefiner.adaptation.judge.training import held_out_judges
 
         judges = held_out_judges(data)
     score = protocol_scorer()
@@ -214,7 +214,7 @@ def ceilings(dataset: str, split: str, segmenters: Sequence[str], out: Path, loo
              limit: int | None = None, progress: bool = True) -> Path:
     """The ceilings table of a dataset's split: ``<out>/ceilings_<dataset>_<split>.md`` and ``.csv`` (on a test
     split the gold-vetted rows only: nothing is trained or run there)."""
-    from neurorefiner.agents.learned.training import gold_cases, held_out_judges, held_out_scores, labelled_set
+    from neurorefiner.adaptation.judge.training import gold_cases, held_out_judges, held_out_scores, labelled_set
     from neurorefiner.errors import InputError
     from neurorefiner.evaluation.tables import provenance, write_markdown, write_rows_csv
 
@@ -247,6 +247,6 @@ def ceilings(dataset: str, split: str, segmenters: Sequence[str], out: Path, loo
     if data is not None:
         md += ("\nThe judge, leave one stack out (each stack's candidates judged by a judge trained on the other "
            "stacks, both segmenters' masks of a stack held out together; candidates of defect-cut copies of the "
-               "masks included, see neurorefiner.agents.learned.augment):\n\n"
+               "masks included, see neurorefiner.adaptation.judge.augment):\n\n"
                + judge_table(held_out_scores(data, judges)))
     return write_markdown(out / f"ceilings_{dataset}_{split}.md", md)

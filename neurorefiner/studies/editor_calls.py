@@ -84,9 +84,9 @@ def _piece_voxels(defect: Any, ctx: Any, frame: Any, shape: Sequence[int]) -> np
 def audit_case(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float], gold: Any, inspector: Any,
                refiner: Any, sample: int, rng: np.random.Generator, block_size: int = 128) -> list[dict]:
     """Rows for up to ``sample`` joins and ``sample`` removals the Inspector chose on one mask."""
+    from neurorefiner.adaptation.judge.gold_labels import GoldIndex, gold_label
     from neurorefiner.agents.editor import frame_context
     from neurorefiner.agents.learned.advisor import LearnedAdvisor
-    from neurorefiner.agents.learned.gold_labels import GoldIndex, gold_label
     from neurorefiner.agents.learned.roles import LearnedValidator, _defect
     from neurorefiner.agents.roles import Advice, CallInfo, Flag, Step
     from neurorefiner.topology.blocks import block_of_point, grid_blocks
@@ -184,8 +184,8 @@ def editor_calls(dataset: str, split: str, segmenter: str, judge: str | None, ou
     ``editor_calls_<dataset>.csv`` (one row a call) and ``.md`` (the summary) into ``out``."""
     from tqdm import tqdm
 
+    from neurorefiner.adaptation.judge.training import gold_cases
     from neurorefiner.agents.learned.roles import LearnedInspector
-    from neurorefiner.agents.learned.training import gold_cases
     from neurorefiner.evaluation.tables import provenance, write_markdown, write_rows_csv
 
     stamp = provenance(command)

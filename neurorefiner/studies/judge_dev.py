@@ -19,9 +19,9 @@ from neurorefiner.agents.candidates import KINDS
 
 def held_out_judge(root: Path, stack: str, models: dict[str, str], epochs: int = 8) -> Any:
     """A judge trained on every mined candidate but ``stack``'s (DIADEM dev)."""
-    from neurorefiner.agents.learned.judge import MIN_PRECISION, Judge
-    from neurorefiner.agents.learned.mining import load_table
-    from neurorefiner.agents.learned.model_fit import inner_threshold
+    from neurorefiner.adaptation.judge.mining import load_table
+    from neurorefiner.adaptation.judge.model_fit import MIN_PRECISION, inner_threshold
+    from neurorefiner.agents.learned.judge import Judge
 
     boosters, thresholds = {}, {}
     for kind in KINDS:
@@ -40,10 +40,10 @@ def judge_dev(root: Path, out: Path, stacks: Sequence[str], models: dict[str, st
     ``judge_dev[_loop][_<segmenter> when not unet3d].md`` and ``.csv``."""
     from tqdm import tqdm
 
+    from neurorefiner.adaptation.judge.training import gold_cases
     from neurorefiner.agents.candidates import apply_candidates, find_candidates
     from neurorefiner.agents.learned.judge import CropView, Judge
     from neurorefiner.agents.learned.roles import choose, join_gate, shipped_judge
-    from neurorefiner.agents.learned.training import gold_cases
     from neurorefiner.evaluation.tables import provenance, write_markdown, write_rows_csv
     from neurorefiner.studies.ceilings import classical_mask, loop_mask, protocol_scorer
 

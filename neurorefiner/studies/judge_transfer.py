@@ -1,10 +1,10 @@
 """Which judge transfers: every model type scored leave one dataset out on the mined candidates
-(:mod:`neurorefiner.agents.learned.mining`).
+(:mod:`neurorefiner.adaptation.judge.mining`).
 
 For each held-out dataset (diadem, cwmbs_weak, cwmbs_noise, bigneuron, zbfwb: a synthetic preset and its
 real namesake are one dataset) a judge of each model type trains on every other dataset's candidates and is
 scored on the held-out one's. Its threshold is chosen without the held-out dataset
-(:mod:`neurorefiner.agents.learned.model_fit`: the precision floor held on each training dataset's predictions
+(:mod:`neurorefiner.adaptation.judge.model_fit`: the precision floor held on each training dataset's predictions
 from a model that did not see it). Reported
 per held-out dataset and kind: precision and recall at that threshold, average precision, and the recall the
 best threshold would reach at the precision floor (the ranking's worth apart from its calibration).
@@ -28,10 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from neurorefiner.agents.learned.calibration import calibrated_threshold
-from neurorefiner.agents.learned.judge import MIN_PRECISION, best_threshold
-from neurorefiner.agents.learned.mining import CandidateTable
-from neurorefiner.agents.learned.model_fit import MODELS, inner_threshold, predict
+from neurorefiner.adaptation.judge.calibration import calibrated_threshold
+from neurorefiner.adaptation.judge.mining import CandidateTable
+from neurorefiner.adaptation.judge.model_fit import MIN_PRECISION, MODELS, best_threshold, inner_threshold, predict
 
 FAMILIES = ("diadem", "cwmbs_weak", "cwmbs_noise", "bigneuron", "zbfwb")
 TARGET_RECALL = 0.6
@@ -174,7 +173,7 @@ def markdown(rows: list[dict], command: str, when: str, commit: str, counts: dic
 def judge_transfer(root: Path, out: Path, kinds: Sequence[str], models: Sequence[str], epochs: int = 12,
                    progress: bool = True, command: str = "", shipped: Path | None = None,
                    calibrate: Sequence[int] = (), repeats: int = 50) -> Path:
-    from neurorefiner.agents.learned.mining import load_table
+    from neurorefiner.adaptation.judge.mining import load_table
     from neurorefiner.evaluation.tables import provenance, write_markdown, write_rows_csv
 
     stamp = provenance(command)   # before this run writes its own tracked outputs (else every table reads +dirty)

@@ -32,8 +32,8 @@ OFF = {"join_piece_min_signal": 0.0}
 
 def held_out_judges_of(dataset: str, split: str, segmenters: Sequence[str], progress: bool = True) -> dict:
     """One judge per stack, trained without it on the other stacks' masks of ``segmenters`` (the shipped judge's
-    recipe: two defect-cut copies of each mask, :func:`neurorefiner.agents.learned.training.labelled_set`)."""
-    from neurorefiner.agents.learned.training import gold_cases, held_out_judges, labelled_set
+    recipe: two defect-cut copies of each mask, :func:`neurorefiner.adaptation.judge.training.labelled_set`)."""
+    from neurorefiner.adaptation.judge.training import gold_cases, held_out_judges, labelled_set
 
     data, _ = labelled_set(gold_cases(dataset, split, segmenters), progress=progress)
     return held_out_judges(data)
@@ -96,9 +96,9 @@ def large_join_rows(cases: Sequence[Any], judges: dict, list_min: int = 300, rou
     the loop; each with the check's verdict at its defaults."""
     from tqdm import tqdm
 
+    from neurorefiner.adaptation.judge.gold_labels import GoldIndex
     from neurorefiner.agents.candidates import apply_candidates, find_candidates
     from neurorefiner.agents.learned.attached_piece import PieceCheck
-    from neurorefiner.agents.learned.gold_labels import GoldIndex
     from neurorefiner.agents.learned.roles import choose, join_gate
     from neurorefiner.studies.ceilings import protocol_scorer
 
@@ -174,9 +174,9 @@ def otsu_masks(dataset: str, split: str, out: Path, judge_segmenters: Sequence[s
                join_segmenters: Sequence[str], list_min: int = 300, limit: int | None = None,
                progress: bool = True) -> Path:
     """Both tables (module docstring): ``<out>/otsu_masks.md``, ``per_stack.csv`` and ``joins_to_large_pieces.csv``."""
+    from neurorefiner.adaptation.judge.training import gold_cases
     from neurorefiner.agents.learned.judge import Judge
     from neurorefiner.agents.learned.roles import shipped_judge
-    from neurorefiner.agents.learned.training import gold_cases
     from neurorefiner.errors import InputError
     from neurorefiner.evaluation.tables import provenance, write_markdown, write_rows_csv
 

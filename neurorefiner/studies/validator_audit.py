@@ -5,7 +5,7 @@ The loop runs with every edit kept (Table 3's "Inspector + Advisor" row) while a
 Validator records its verdict and the check that decided it; each edit is then read against gold: a join or
 repair is *right* when at least half of the voxels it added lie within ``tol_um`` of the gold tree, a removal
 when at most a tenth of the voxels it removed do (the gold labels' own rule,
-:mod:`neurorefiner.agents.learned.gold_labels`). Rejections of right edits are what lowers F1 when the
+:mod:`neurorefiner.adaptation.judge.gold_labels`). Rejections of right edits are what lowers F1 when the
 Validator is on (a rejected edit is retried with another instruction or escalated, never kept). Reported per
 stack: the masks' F1 with every edit kept, and the verdict x gold table per rejection reason. The judge of
 each stack is trained without it (leave one stack out, from the mined candidates of the other dev stacks).
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from neurorefiner.agents.learned.gold_labels import GoldIndex
+from neurorefiner.adaptation.judge.gold_labels import GoldIndex
 from neurorefiner.agents.roles import Verdict
 
 
@@ -112,9 +112,9 @@ def parse_settings(text: str) -> dict[str, float]:
 def loso_judge(table_root: Path, held_out: str) -> Any:
     """A JSON-type judge (the shipped model types) trained on the mined DIADEM dev candidates of the other
     stacks; thresholds out of fold by stack."""
+    from neurorefiner.adaptation.judge.mining import load_table
+    from neurorefiner.adaptation.judge.training import LabelledSet, fit_judge
     from neurorefiner.agents.candidates import KINDS
-    from neurorefiner.agents.learned.mining import load_table
-    from neurorefiner.agents.learned.training import LabelledSet, fit_judge
 
     data = LabelledSet.empty()
     for kind in KINDS:
@@ -135,7 +135,7 @@ def validator_audit(cases: Sequence[str], segmenter: str, table_root: Path, out:
 
     from tqdm import tqdm
 
-    from neurorefiner.agents.learned.training import gold_cases
+    from neurorefiner.adaptation.judge.training import gold_cases
     from neurorefiner.evaluation.tables import write_rows_csv
     from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.paths import git_commit

@@ -61,8 +61,8 @@ def test_a_folder_made_before_a_setting_existed_continues_at_that_settings_defau
 
 def test_the_judge_step_learns_on_the_piece_and_reach_it_is_told(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import neurorefiner.adaptation.judge.training as training
     import neurorefiner.adaptation.steps as steps
-    import neurorefiner.agents.learned.training as training
 
     seen: dict = {}
 

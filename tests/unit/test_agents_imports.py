@@ -47,3 +47,22 @@ def test_every_backend_is_named_where_the_backends_are_listed() -> None:
     for doc in (agents_pkg.__doc__, roles_module.__doc__):
         missing = [name for name in configs if f"``{name}``" not in (doc or "")]
         assert not missing, f"backends left out of the list: {missing}"
+
+
+def _fitting(path: Path) -> list[str]:
+    """Where ``path`` fits a model: sklearn, LightGBM's ``train``, a torch optimiser or a backward pass."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                   else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        lgb_train = isinstance(node, ast.Attribute) and node.attr == "train" and getattr(node.value, "id", "") == "lgb"
+        if any(m.split(".")[0] == "sklearn" for m in modules) or lgb_train or (
+                isinstance(node, ast.Attribute) and node.attr in {"optim", "backward"}):
+            found.append(f"{path.relative_to(AGENTS)}:{node.lineno}")
+    return found
+
+
+def test_agents_hold_no_fitting_code() -> None:
+    """agents/ is what runs; fitting the judge (models, thresholds, labels, mining) is in adaptation/judge/."""
+    found = [where for p in sorted(AGENTS.rglob("*.py")) for where in _fitting(p)]
+    assert not found, f"fitting code under agents/ (move it to neurorefiner/adaptation/judge/): {found}"

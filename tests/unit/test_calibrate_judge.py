@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from neurorefiner.agents.learned.calibration import MIN_LABELLED, calibrate, calibrated_threshold
+from neurorefiner.adaptation.judge.calibration import MIN_LABELLED, calibrate, calibrated_threshold
 from neurorefiner.agents.learned.judge import Judge
 from neurorefiner.cli.main import app
 

@@ -45,8 +45,8 @@ def test_the_shadow_validator_keeps_every_edit_and_reads_each_against_gold() -> 
     sys.path.insert(0, str(Path(__file__).parent))
     from test_learned_agents import DecodingEditor, always, cut_tube, gold_along_tube
 
+    from neurorefiner.adaptation.judge.gold_labels import GoldIndex
     from neurorefiner.agents.learned import LearnedAdvisor, LearnedInspector
-    from neurorefiner.agents.learned.gold_labels import GoldIndex
     from neurorefiner.agents.loop import Agents, LoopSettings, run_loop
     from neurorefiner.agents.roles import CallInfo, Verdict
     from neurorefiner.studies.validator_audit import ShadowValidator, reason_class

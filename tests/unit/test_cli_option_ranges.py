@@ -79,7 +79,7 @@ def test_synth_builds_on_no_other_runs_folder(tmp_path: Path) -> None:
 def test_train_judge_passes_the_root_and_the_reach(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The judge for runs told the soma, at a preset's join reach: both reach the training, and a bad root is one
     line before any work."""
-    from neurorefiner.agents.learned import training
+    from neurorefiner.adaptation.judge import training
 
     seen = {}
 

@@ -63,8 +63,8 @@ def test_decoding_overrides_are_read_as_numbers() -> None:
 def test_a_join_that_attaches_a_false_piece_is_labelled_wrong_when_asked() -> None:
     """``LabelSettings.join_piece``: a join through a gap on the gold is right only if the piece it attaches is
     neuron too; off (None), the gap alone decides, as every shipped judge was trained."""
+    from neurorefiner.adaptation.judge.gold_labels import GoldIndex, LabelSettings, attached_piece_labels, label_all
     from neurorefiner.agents.candidates import find_candidates
-    from neurorefiner.agents.learned.gold_labels import GoldIndex, LabelSettings, attached_piece_labels, label_all
 
     image, mask = cut_tube(12)
     gold = gold_along_tube(x1=56)                # the gold stops past the gap: the far piece is not neuron

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from neurorefiner.adaptation.judge.mining import CandidateTable, check_source, family
+from neurorefiner.adaptation.judge.model_fit import fit_booster, inner_threshold
 from neurorefiner.agents.candidates import KINDS, feature_names, find_candidates
 from neurorefiner.agents.learned.crop_features import CROP_FEATURES, crop_features
 from neurorefiner.agents.learned.crops import CHANNELS, CROP_SHAPE, candidate_crops
-from neurorefiner.agents.learned.judge import CropBooster, CropView, Judge, fit_booster
-from neurorefiner.agents.learned.mining import CandidateTable, check_source, family
-from neurorefiner.agents.learned.model_fit import inner_threshold
+from neurorefiner.agents.learned.judge import CropBooster, CropView, Judge
 from neurorefiner.errors import InputError
 
 SPACING = (1.0, 0.5, 0.5)
@@ -77,7 +77,7 @@ def test_crop_statistics_read_the_edit_brightness() -> None:
 def test_a_crop_judge_is_stored_weights_only_and_scores_as_before(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import torch
 
-    from neurorefiner.agents.learned.crop_net import fit_crop_net
+    from neurorefiner.adaptation.judge.model_fit import fit_crop_net
 
     t = _table()
     net = fit_crop_net(t.x, t.y, t.crops, epochs=1, batch=16)
@@ -140,7 +140,7 @@ def test_a_synthetic_preset_and_its_real_namesake_are_one_dataset() -> None:
 
 @pytest.mark.slow
 def test_mining_a_few_synthetic_volumes_generates_only_those(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from neurorefiner.agents.learned.mining import MineSettings, dataset_cases, load_table, mine
+    from neurorefiner.adaptation.judge.mining import MineSettings, dataset_cases, load_table, mine
 
     monkeypatch.setenv("NEUROREFINER_CACHE", str(tmp_path / "cache"))
     cases = dataset_cases("tiny", "train", limit=1)
@@ -155,8 +155,7 @@ def test_mining_a_few_synthetic_volumes_generates_only_those(tmp_path, monkeypat
 
 
 def test_the_threshold_holds_the_floor_on_each_dataset_not_only_pooled() -> None:
-    from neurorefiner.agents.learned.judge import best_threshold
-    from neurorefiner.agents.learned.model_fit import robust_threshold
+    from neurorefiner.adaptation.judge.model_fit import best_threshold, robust_threshold
 
     rng = np.random.default_rng(0)
     # an easy dataset (nine in ten right) and a hard one (half right, scores less separated)
@@ -192,7 +191,7 @@ def test_the_shipped_transfer_judge_loads_weights_only_on_cpu_and_scores_candida
 
 def test_the_ceilings_judge_rows_show_a_crop_judge_its_crops() -> None:
     """ceiling_masks called ``judge.decide`` without a view, which raised for any judge whose models read crops."""
-    from neurorefiner.agents.learned.training import GoldCase, label_case
+    from neurorefiner.adaptation.judge.training import GoldCase, label_case
     from neurorefiner.io.swc import Tree
     from neurorefiner.studies.ceilings import ceiling_masks
 

@@ -8,10 +8,11 @@ import json
 import numpy as np
 import pytest
 
+from neurorefiner.adaptation.judge.gold_labels import GoldIndex, gold_label
+from neurorefiner.adaptation.judge.model_fit import best_threshold, choose_threshold, fit_logistic
 from neurorefiner.agents.candidates import CandidateSettings, apply_candidates, feature_names, find_candidates
 from neurorefiner.agents.learned import ATTACHED, LearnedAdvisor, LearnedInspector, LearnedValidator
-from neurorefiner.agents.learned.gold_labels import GoldIndex, gold_label
-from neurorefiner.agents.learned.judge import Judge, LogisticModel, best_threshold, choose_threshold
+from neurorefiner.agents.learned.judge import Judge, LogisticModel
 from neurorefiner.agents.loop import Agents, LoopSettings, run_loop
 from neurorefiner.errors import InputError
 from neurorefiner.inference.branch_cut import cut_branch
@@ -116,7 +117,7 @@ def test_judge_round_trips_through_json_and_refuses_bad_files(tmp_path) -> None:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(60, len(feature_names("join"))))
     y = (x[:, 0] > 0).astype(int)
-    judge = Judge({"join": LogisticModel.fit(x, y)}, {"join": 0.5, "remove": 1.1, "prune": 1.1})
+    judge = Judge({"join": fit_logistic(x, y)}, {"join": 0.5, "remove": 1.1, "prune": 1.1})
     path = judge.save(tmp_path / "judge.json")
     again = Judge.load(path)
     assert np.allclose(judge.probabilities(cands), again.probabilities(cands))
@@ -277,7 +278,7 @@ def test_a_join_across_a_dark_gap_is_not_made_whatever_the_judge_says() -> None:
 
 
 def test_ceiling_rows_make_the_gold_vetted_edits_only() -> None:
-    from neurorefiner.agents.learned.training import GoldCase, label_case
+    from neurorefiner.adaptation.judge.training import GoldCase, label_case
     from neurorefiner.studies.ceilings import ceiling_masks
 
     image, mask = cut_tube(12)
@@ -305,7 +306,7 @@ def test_a_cut_on_specks_alone_says_so_instead_of_failing() -> None:
 def test_the_judge_never_trains_on_a_test_split(split: str) -> None:
     """Several splits may be named (a stand-in's 2-stack val split is too few for leave one stack out), never
     a test split among them; refused before any mask is made."""
-    from neurorefiner.agents.learned.training import train_judge
+    from neurorefiner.adaptation.judge.training import train_judge
 
     with pytest.raises(InputError, match="test split"):
         train_judge("synthetic_cwmbs_noise", split, ["unet3d"], "unused.json")

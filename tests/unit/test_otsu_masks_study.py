@@ -45,7 +45,7 @@ def test_the_loop_is_told_the_soma(monkeypatch: pytest.MonkeyPatch) -> None:
 
     import numpy as np
 
-    from neurorefiner.agents.learned.training import GoldCase
+    from neurorefiner.adaptation.judge.training import GoldCase
     from neurorefiner.io.swc import Tree
     from neurorefiner.refine.run import RefineRun
     from neurorefiner.studies import otsu_masks as study

@@ -140,7 +140,7 @@ def test_the_judge_learns_on_the_joins_of_the_root_piece_when_told() -> None:
     """A judge for runs told the soma is trained on the candidates those runs meet: with ``tree_root=gold`` the
     join at the root's piece is labelled (true: the gold runs through the gap); with the largest piece it is
     never met."""
-    from neurorefiner.agents.learned.training import GoldCase, labelled_set
+    from neurorefiner.adaptation.judge.training import GoldCase, labelled_set
     from neurorefiner.io.swc import Tree
 
     image, mask = scene()

@@ -3,15 +3,12 @@
 
 Three strided MONAI convolution blocks take the 3 x 12 x 24 x 24 crop to 32 x 3 x 6 x 6; average and max
 pooling give 64 numbers; the standardised hand features join them in a two-layer head that gives one logit.
-About 20 k weights: it trains on one CPU thread in minutes and scores a mask's few hundred candidates in
-milliseconds. Training flips the crop along each axis (the crop's frame has no preferred side) and weighs the
-classes evenly. Stored as a state dict with its architecture and feature scaling (plain tensors and numbers),
-so it loads with ``torch.load(weights_only=True)``.
+About 20 k weights: it trains on one CPU thread in minutes (offline: :mod:`neurorefiner.adaptation.judge.model_fit`)
+and scores a mask's few hundred candidates in milliseconds. Stored as a state dict with its architecture and feature
+scaling (plain tensors and numbers), so it loads with ``torch.load(weights_only=True)``.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 import torch
@@ -53,7 +50,7 @@ class CropNetModel:
         self.net, self.arch = net.eval(), dict(arch)
         self.mean, self.scale = np.asarray(mean, np.float32), np.asarray(scale, np.float32)
 
-    def _features(self, x: np.ndarray) -> torch.Tensor:
+    def scaled_features(self, x: np.ndarray) -> torch.Tensor:
         z = (np.asarray(x, np.float32) - self.mean) / self.scale
         return torch.from_numpy(np.clip(np.nan_to_num(z), -10, 10).astype(np.float32))
 
@@ -62,7 +59,7 @@ class CropNetModel:
         out = []
         for i in range(0, len(x), batch):
             c = torch.from_numpy(as_float(crops[i:i + batch]))
-            out.append(torch.sigmoid(self.net(c, self._features(x[i:i + batch]))).numpy())
+            out.append(torch.sigmoid(self.net(c, self.scaled_features(x[i:i + batch]))).numpy())
         return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
 
     def to_state(self) -> dict:
@@ -75,54 +72,3 @@ class CropNetModel:
         net = CropNet(int(arch["n_features"]), tuple(arch["channels"]), int(arch["hidden"]))
         net.load_state_dict(state["state_dict"])
         return cls(net, state["mean"].numpy(), state["scale"].numpy(), arch)
-
-
-def _flip(c: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    for axis in (2, 3, 4):
-        if torch.rand(1, generator=gen).item() < 0.5:
-            c = torch.flip(c, dims=(axis,))
-    if torch.rand(1, generator=gen).item() < 0.5:
-        c = c.transpose(3, 4)  # y and x share one spacing on the crop's grid
-    return c
-
-
-def fit_crop_net(x: np.ndarray, y: np.ndarray, crops: np.ndarray, epochs: int = 12, batch: int = 64,
-                 lr: float = 3e-3, seed: int = 0, channels: tuple[int, ...] = (8, 16, 32), hidden: int = 32,
-                 sample_weight: np.ndarray | None = None, progress: bool = False) -> CropNetModel | None:
-    """Train on (hand features ``x``, labels ``y``, uint8 ``crops``); None when one class is missing."""
-    y = np.asarray(y).astype(np.float32)
-    if len(np.unique(y)) < 2:
-        return None
-    torch.manual_seed(seed)
-    gen = torch.Generator().manual_seed(seed)
-    mean, scale = x.mean(axis=0).astype(np.float32), x.std(axis=0).astype(np.float32)
-    scale[scale < 1e-6] = 1.0
-    arch: dict[str, Any] = {"n_features": int(x.shape[1]), "channels": list(channels), "hidden": hidden}
-    net = CropNet(x.shape[1], channels, hidden)
-    model = CropNetModel(net, mean, scale, arch)
-    feats = model._features(x)
-    pos = float(y.mean())
-    w = np.where(y == 1, 0.5 / max(pos, 1e-3), 0.5 / max(1 - pos, 1e-3)).astype(np.float32)
-    if sample_weight is not None:
-        w = w * np.asarray(sample_weight, np.float32)
-    wt, yt = torch.from_numpy(w), torch.from_numpy(y)
-    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=1e-3)
-    steps = epochs * int(np.ceil(len(y) / batch))
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(steps, 1))
-    from tqdm import tqdm
-
-    net.train()
-    for _ in tqdm(range(epochs), desc="crop net", unit="epoch", disable=not progress):
-        order = torch.randperm(len(y), generator=gen)
-        for i in range(0, len(y), batch):
-            idx = order[i:i + batch]
-            if len(idx) < 2:
-                continue
-            c = _flip(torch.from_numpy(as_float(crops[idx.numpy()])), gen)
-            loss = nn.functional.binary_cross_entropy_with_logits(net(c, feats[idx]), yt[idx], weight=wt[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-    net.eval()
-    return model

@@ -25,7 +25,7 @@ def judge_mine(dataset: str = typer.Option(..., "--dataset", help="registry name
                jobs: int = typer.Option(1, "--jobs", min=1, help="cases mined in parallel processes"),
                root: Path = typer.Option(DEFAULT_ROOT, "--root", help="where the mined tables go")) -> None:
     """Mine labelled candidates (features, gold label, image+mask crop) of a dataset split."""
-    from neurorefiner.agents.learned.mining import MineSettings, mine
+    from neurorefiner.adaptation.judge.mining import MineSettings, mine
 
     files = mine(dataset, split, [s for s in sources.split(",") if s], root, MineSettings(augment=augment), limit,
                  progress=is_tty(), jobs=jobs)

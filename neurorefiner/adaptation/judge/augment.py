@@ -11,17 +11,22 @@ the others almost only one class. Defects made on every stack give every stack b
 * a **touching paste** (a patch of the mask's own foreground, mirrored, placed so it touches the tree where the
   image is dark) is false structure attached to the neuron: a true prune or removal, and its joins are false.
 
-Labels still come from the gold (:mod:`neurorefiner.agents.learned.gold_labels`), never from what was done:
+Labels still come from the gold (:mod:`neurorefiner.adaptation.judge.gold_labels`), never from what was done:
 a cut that took a gold-free spur simply yields no true join. Training only; nothing here touches a
 reported mask.
 """
 
 from __future__ import annotations
 
+import zlib
+from dataclasses import dataclass
+
 import numpy as np
 
-from neurorefiner.agents.learned.gold_labels import GoldIndex
+from neurorefiner.adaptation.judge.gold_labels import GoldIndex
+from neurorefiner.agents.candidates import CandidateSettings
 from neurorefiner.defects.breaks import cut_break
+from neurorefiner.topology.tree_root import TREE_ROOTS
 
 
 def cut_on_gold(mask: np.ndarray, gold: GoldIndex, rng: np.random.Generator, n: int,
@@ -144,7 +149,7 @@ def add_bright_off_gold(mask: np.ndarray, image: np.ndarray, gold: GoldIndex, rn
     import cc3d
     from scipy import ndimage as ndi
 
-    from neurorefiner.agents.candidates import intensity_levels
+    from neurorefiner.agents.pieces import intensity_levels
 
     out = np.asarray(mask, dtype=bool).copy()
     if not out.any():
@@ -173,4 +178,43 @@ def add_bright_off_gold(mask: np.ndarray, image: np.ndarray, gold: GoldIndex, rn
             continue
         out[tuple(vox.T)] = True
         added += 1
+    return out
+
+
+@dataclass
+class GoldCase:
+    """A stack with one segmenter's initial mask and the gold: what the judge learns from."""
+
+    case: str
+    segmenter: str
+    image: np.ndarray
+    mask: np.ndarray
+    gold: object
+    spacing: tuple[float, float, float]
+
+    @property
+    def group(self) -> str:
+        return self.case
+
+    def root(self, tree_root: str) -> tuple[float, float, float] | None:
+        """The soma the loop is told for ``tree_root`` (see :data:`TREE_ROOTS`): the gold's root or none."""
+        from neurorefiner.tracing.seeding import gold_root_zyx
+
+        if tree_root not in TREE_ROOTS:
+            raise ValueError(f"tree_root must be one of {TREE_ROOTS}, got {tree_root!r}")
+        return gold_root_zyx(self.gold) if tree_root == "gold" else None  # type: ignore[arg-type]
+
+
+def augmented_masks(gc: GoldCase, n: int, index: GoldIndex, strength: int = 1) -> list[np.ndarray]:
+    """``n`` copies of the case's mask with breaks cut on the gold's path and structure pasted touching it
+    (the functions above), seeded by the case so a rerun gives the same set.
+    ``strength`` multiplies the number of defects per copy (a defect-free gold mask takes more)."""
+    out = []
+    for i in range(n):
+        rng = np.random.default_rng(zlib.crc32(f"{gc.case}/{gc.segmenter}/{i}".encode()))
+        k = max(int(strength), 1)
+        mask = paste_touching(cut_on_gold(gc.mask, index, rng, 8 * k), gc.image, rng, 4 * k)
+        mask = paste_specks_near(mask, gc.image, rng, 8 * k, gc.spacing)
+        out.append(add_bright_off_gold(mask, gc.image, index, rng, 12 * k, CandidateSettings().reach_um,
+                                       gc.spacing))
     return out

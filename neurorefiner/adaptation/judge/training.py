@@ -14,9 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from neurorefiner.adaptation.judge.augment import GoldCase, augmented_masks
+from neurorefiner.adaptation.judge.gold_labels import GoldIndex, LabelSettings, attached_piece_labels, label_all
+from neurorefiner.adaptation.judge.model_fit import MIN_PRECISION, ThresholdChoice, choose_threshold, fit_model
 from neurorefiner.agents.candidates import KINDS, Candidate, CandidateSettings, feature_names, find_candidates
-from neurorefiner.agents.learned.gold_labels import GoldIndex, LabelSettings, attached_piece_labels, label_all
-from neurorefiner.agents.learned.judge import MIN_PRECISION, Judge, ThresholdChoice, choose_threshold, fit_model
+from neurorefiner.agents.learned.judge import Judge, feature_matrix
 from neurorefiner.topology.tree_root import TREE_ROOTS
 
 
@@ -38,9 +40,7 @@ class LabelledSet:
             keep = [(c, y) for c, y in zip(candidates, labels) if c.kind == kind and y is not None]
             if not keep:
                 continue
-            names = feature_names(kind)
-            x = np.array([[c.features[n] for n in names] for c, _ in keep], dtype=np.float64)
-            self.x[kind] = np.vstack([self.x[kind], x])
+            self.x[kind] = np.vstack([self.x[kind], feature_matrix([c for c, _ in keep], kind)])
             self.y[kind] = np.concatenate([self.y[kind], [y for _, y in keep]]).astype(int)
             self.groups[kind] = np.concatenate([self.groups[kind], np.full(len(keep), group, dtype=object)])
 
@@ -85,7 +85,7 @@ MODELS = {"join": "logistic", "remove": "logistic", "prune": "logistic"}
 def fit_judge(data: LabelledSet, models: dict[str, str] | None = None, meta: dict | None = None,
               min_support: int = 1) -> Judge:
     """A judge on all of ``data``; each kind's threshold from leave-one-group-out predictions within it
-    (``min_support``: see :func:`~neurorefiner.agents.learned.judge.best_threshold`)."""
+    (``min_support``: see :func:`~neurorefiner.adaptation.judge.model_fit.best_threshold`)."""
     models = {**MODELS, **(models or {})}
     boosters, thresholds, prior, choices = {}, {}, {}, {}
     for kind in KINDS:
@@ -154,30 +154,6 @@ def held_out_scores(data: LabelledSet, judges: dict[str, Judge]) -> dict[str, di
     return out
 
 
-@dataclass
-class GoldCase:
-    """A stack with one segmenter's initial mask and the gold: what the judge learns from."""
-
-    case: str
-    segmenter: str
-    image: np.ndarray
-    mask: np.ndarray
-    gold: object
-    spacing: tuple[float, float, float]
-
-    @property
-    def group(self) -> str:
-        return self.case
-
-    def root(self, tree_root: str) -> tuple[float, float, float] | None:
-        """The soma the loop is told for ``tree_root`` (see :data:`TREE_ROOTS`): the gold's root or none."""
-        from neurorefiner.tracing.seeding import gold_root_zyx
-
-        if tree_root not in TREE_ROOTS:
-            raise ValueError(f"tree_root must be one of {TREE_ROOTS}, got {tree_root!r}")
-        return gold_root_zyx(self.gold) if tree_root == "gold" else None  # type: ignore[arg-type]
-
-
 def gold_cases(dataset: str, split: str, segmenters: Sequence[str], limit: int | None = None) -> list[GoldCase]:
     """Every case of a registry dataset's split under each segmenter, masks from the initial-mask cache
     (made on first use, as ``evaluate.py`` does)."""
@@ -218,30 +194,6 @@ def labelled_set(cases: Sequence[GoldCase], candidate_settings: CandidateSetting
     return data, per_case
 
 
-def augmented_masks(gc: GoldCase, n: int, index: GoldIndex, strength: int = 1) -> list[np.ndarray]:
-    """``n`` copies of the case's mask with breaks cut on the gold's path and structure pasted touching it
-    (:mod:`neurorefiner.agents.learned.augment`), seeded by the case so a rerun gives the same set.
-    ``strength`` multiplies the number of defects per copy (a defect-free gold mask takes more)."""
-    import zlib
-
-    from neurorefiner.agents.learned.augment import (
-        add_bright_off_gold,
-        cut_on_gold,
-        paste_specks_near,
-        paste_touching,
-    )
-
-    out = []
-    for i in range(n):
-        rng = np.random.default_rng(zlib.crc32(f"{gc.case}/{gc.segmenter}/{i}".encode()))
-        k = max(int(strength), 1)
-        mask = paste_touching(cut_on_gold(gc.mask, index, rng, 8 * k), gc.image, rng, 4 * k)
-        mask = paste_specks_near(mask, gc.image, rng, 8 * k, gc.spacing)
-        out.append(add_bright_off_gold(mask, gc.image, index, rng, 12 * k, CandidateSettings().reach_um,
-                                       gc.spacing))
-    return out
-
-
 def shipped_threshold_lines(choices: dict[str, dict]) -> list[str]:
     """The card's table of the shipped thresholds: the rule that set each and what it admits of the out-of-fold
     probabilities it was set on (the figures a run acts at; a kind below its floor says so)."""
@@ -269,7 +221,7 @@ def judge_card(judge: Judge, scores: dict[str, dict[str, float]], command: str) 
              "each mask; labels from the gold SWC, candidates beyond the gold's scope left out.",
              f"- Models: {', '.join(f'{k}: {v}' for k, v in meta.get('models', {}).items())}; thresholds "
              f"{', '.join(f'{k}: {v:.3f}' for k, v in judge.thresholds.items())} (chosen out of fold by "
-             "neurorefiner.agents.learned.judge.choose_threshold against the precision floors of MIN_PRECISION"
+             "neurorefiner.adaptation.judge.model_fit.choose_threshold against the precision floors of MIN_PRECISION"
              + (f", thresholds admitting fewer than {meta['min_support']} candidates not held to them"
                 if meta.get("min_support", 1) > 1 else "") + "; each kind's rule below).",
              f"- Labelled candidates: {', '.join(f'{k}: {int(v)}' for k, v in meta.get('labelled', {}).items())}.",

@@ -1,23 +1,23 @@
 """The one judge for every dataset, trained on the mined candidates of every dataset
-(:mod:`neurorefiner.agents.learned.mining`), with its card."""
+(:mod:`neurorefiner.adaptation.judge.mining`), with its card."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
+from neurorefiner.adaptation.judge.model_fit import MIN_PRECISION, inner_threshold
 from neurorefiner.agents.candidates import KINDS
-from neurorefiner.agents.learned.judge import MIN_PRECISION, Judge
+from neurorefiner.agents.learned.judge import Judge
 
 
 def train_table_judge(root: str | Path, out: str | Path, models: dict[str, str], epochs: int = 12,
                       command: str = "", datasets: Sequence[str] | None = None) -> tuple[Path, Path]:
-    """The one judge for every dataset, from mined candidates (:mod:`neurorefiner.agents.learned.mining`):
+    """The one judge for every dataset, from mined candidates (:mod:`neurorefiner.adaptation.judge.mining`):
     per kind a model of the type ``models`` names, trained on every mined dataset, its threshold chosen
-    leave one dataset out (:func:`neurorefiner.agents.learned.model_fit.inner_threshold`, the rule its
+    leave one dataset out (:func:`neurorefiner.adaptation.judge.model_fit.inner_threshold`, the rule its
     transfer figures were measured under). Written as ``out`` (``.pt`` when a model reads crops) and its card."""
-    from neurorefiner.agents.learned.mining import load_table
-    from neurorefiner.agents.learned.model_fit import inner_threshold
+    from neurorefiner.adaptation.judge.mining import load_table
     from neurorefiner.io.atomic import write_text_atomic
     from neurorefiner.paths import git_commit
 
@@ -49,8 +49,8 @@ def table_judge_card(judge: Judge, command: str) -> str:
              "physical grid (neurorefiner.agents.learned.crops) beside the hand features.", "",
              f"- Rebuilt by: `{command}` (after the mining lines of experiments/judge/run.sh)",
              f"- Models: {', '.join(f'{k}: {v}' for k, v in meta.get('models', {}).items())}; thresholds "
-             f"{', '.join(f'{k}: {v:.3f}' for k, v in judge.thresholds.items())} (the lowest keeping "
-             "neurorefiner.agents.learned.judge.MIN_PRECISION on predictions for datasets the model did not see).",
+             f"{', '.join(f'{k}: {v:.3f}' for k, v in judge.thresholds.items())} (the lowest keeping neurorefiner."
+             "adaptation.judge.model_fit.MIN_PRECISION on predictions for datasets the model did not see).",
              "- Labelled candidates (dataset: labelled, true): "
              + "; ".join(f"{k}: " + ", ".join(f"{f} {n} ({t})" for f, (n, t) in v.items())
                          for k, v in meta.get("labelled", {}).items()) + ".",

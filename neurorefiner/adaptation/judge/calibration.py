@@ -20,9 +20,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from neurorefiner.adaptation.judge.gold_labels import GoldIndex, label_all
+from neurorefiner.adaptation.judge.model_fit import MIN_PRECISION, best_threshold
 from neurorefiner.agents.candidates import KINDS, CandidateSettings, find_candidates
-from neurorefiner.agents.learned.gold_labels import GoldIndex, label_all
-from neurorefiner.agents.learned.judge import MIN_PRECISION, CropView, Judge, best_threshold
+from neurorefiner.agents.learned.judge import CropView, Judge
 
 CALIBRATION_MARGIN = 0.1
 """Added to the precision floor on the few labels (set a priori, never from held-out scores): a threshold set

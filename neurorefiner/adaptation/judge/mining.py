@@ -5,7 +5,7 @@ A *source* is one dataset split and one kind of mask:
 
 * a segmenter's initial masks (``unet3d``, ``nnunet_style``: :mod:`neurorefiner.inference.init_masks`, cached
   as ``evaluate.py`` makes them), each with ``augment`` defect-cut copies
-  (:func:`neurorefiner.agents.learned.training.augmented_masks`: breaks cut on the gold's path, structure
+  (:func:`neurorefiner.adaptation.judge.augment.augmented_masks`: breaks cut on the gold's path, structure
   pasted touching the tree, specks, bright off-gold pieces);
 * ``gold``: a synthetic volume's defect-free gold mask (the generator renders it), of which only the
   ``augment`` defect-cut copies are mined (the gold itself has nothing to edit).
@@ -27,9 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
+from neurorefiner.adaptation.judge.gold_labels import GoldIndex, LabelSettings, label_all
 from neurorefiner.agents.candidates import KINDS, CandidateSettings, feature_names, find_candidates
 from neurorefiner.agents.learned.crops import CROP_SHAPE, CROP_SPACING_UM, candidate_crops
-from neurorefiner.agents.learned.gold_labels import GoldIndex, LabelSettings, label_all
+from neurorefiner.agents.learned.judge import feature_matrix
 
 MINE_VERSION = 1
 DEFAULT_CAP = {"join": 600, "remove": 150, "prune": 150}
@@ -86,10 +87,9 @@ def mine_mask(image: np.ndarray, mask: np.ndarray, index: GoldIndex, spacing: Se
         if len(keep) > cap.get(kind, 10**9):
             pick = np.sort(rng.choice(len(keep), size=cap[kind], replace=False))
             keep = [keep[i] for i in pick]
-        names = feature_names(kind)
         cands = [c for c, _ in keep]
         out[kind] = {
-            "x": np.array([[c.features[n] for n in names] for c in cands], np.float32).reshape(-1, len(names)),
+            "x": feature_matrix(cands, kind).astype(np.float32),
             "y": np.array([y for _, y in keep], np.int8),
             "crops": candidate_crops(image, mask, cands, spacing, cs.levels),
         }
@@ -100,7 +100,7 @@ def mine_case(case, mask: np.ndarray, source: str, settings: MineSettings  # typ
               ) -> dict[str, np.ndarray]:
     """Arrays of one (case, source): for each kind ``x_<kind>``, ``y_<kind>``, ``crops_<kind>`` and
     ``variant_<kind>`` (0: the mask itself, i: its i-th defect-cut copy)."""
-    from neurorefiner.agents.learned.training import GoldCase, augmented_masks
+    from neurorefiner.adaptation.judge.augment import GoldCase, augmented_masks
 
     img = case.image()
     spacing = tuple(float(v) for v in (case.spacing or img.spacing))

@@ -1,0 +1,1 @@
+"""The judge's offline fitting: gold labels, defect-cut copies, mining, models, thresholds, training, calibration."""
