@@ -71,4 +71,18 @@ def adapted_card(record: dict[str, Any], out: str, commit: str) -> str:
     if "judge" in steps:
         lines += ["## Judge (`judge.json`)", "", "Its card, with the out-of-fold precision and recall at the "
                   "shipped thresholds: `judge.md`.", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + choose_section(steps.get("choose", {}), out))
+
+
+def choose_section(choose: dict[str, Any], out: str) -> list[str]:
+    """The chosen policy and the validation table of every policy tried (``choose.md``, the classical refiner's
+    row among them), as the choose step wrote it."""
+    from pathlib import Path
+
+    if not choose:
+        return []
+    table = Path(out) / str(choose.get("table", "choose.md"))
+    body = table.read_text().split("\n", 2)[-1] if table.exists() else f"(`{table}` is missing)\n"
+    return ["## Policy (`plans.json`), chosen on validation", "",
+            f"Chosen: **{choose.get('chosen')}** ({choose.get('kind')}, validation F1 {choose.get('mean_f1')}); "
+            "`refiner=...` runs with it.", "", body]

@@ -156,6 +156,14 @@ def train_baselines(settings: AdaptSettings, folder: AdaptFolder) -> dict[str, A
     return {"baselines": made}
 
 
+def choose_policy(settings: AdaptSettings, folder: AdaptFolder) -> dict[str, Any]:
+    """The last step: the refiner's decision policy chosen on the validation data by root-seeded F1, classical
+    among the choices (:mod:`neurorefiner.adaptation.choose`); writes ``plans.json`` and ``choose.md``."""
+    from neurorefiner.adaptation.choose import choose_refiner
+
+    return choose_refiner(settings.dataset, folder.root, settings.segmenters, progress=True)
+
+
 def _mask_files(settings: AdaptSettings, folder: AdaptFolder) -> list[Path]:
     from neurorefiner.data import get_dataset
     from neurorefiner.inference.init_masks import mask_dir
@@ -177,6 +185,7 @@ PRODUCTS: dict[str, Callable[[AdaptSettings, AdaptFolder], list[Path]]] = {
     "editor": lambda settings, folder: [folder.root / EDITOR],
     "judge": lambda settings, folder: [folder.root / JUDGE],
     "baselines": lambda settings, folder: [folder.root / f"{name}.ckpt" for name in settings.baselines],
+    "choose": lambda settings, folder: [folder.root / "plans.json", folder.root / "choose.md"],
 }
 """The files each step leaves behind. Why: the shards and masks live in ignored folders (``work/``, the mask
 cache), so a fresh checkout of a shipped refiner holds its record but not them; a step whose files are gone is
@@ -189,4 +198,5 @@ STEPS: dict[str, Callable[[AdaptSettings, AdaptFolder], dict[str, Any]]] = {
     "editor": train_editor,
     "judge": train_judge,
     "baselines": train_baselines,
+    "choose": choose_policy,
 }

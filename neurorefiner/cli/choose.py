@@ -8,10 +8,11 @@ from pathlib import Path
 
 import typer
 
-from neurorefiner.cli.common import friendly_errors, is_tty
+from neurorefiner.cli.common import friendly_errors, is_tty, writes
 
 
 @friendly_errors
+@writes(refiner="folder")
 def choose(dataset: str = typer.Option(..., "--dataset", help="registry name: its val split, or without one its "
                                                               "training split leave one stack out"),
            refiner: Path = typer.Option(..., "--refiner", help="the refiner folder (its judge.json and editor.ckpt "

@@ -190,9 +190,11 @@ def test_adapt_end_to_end_on_tiny_data(tmp_path: Path) -> None:
             "--stage1-samples", "4", "--stage2-samples", "4", "--val-samples", "2"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    for name in ("editor.ckpt", "judge.json", "judge.md", "README.md"):
+    for name in ("editor.ckpt", "judge.json", "judge.md", "README.md", "plans.json", "choose.md"):
         assert (out / name).exists(), name
     TopoRefiner.load(out / "editor.ckpt")
+    card = (out / "README.md").read_text()
+    assert "chosen on validation" in card and "| classical | classical |" in card   # the classical row is shown
     before = (out / "adapt.json").read_text()
     assert CliRunner().invoke(app, args).exit_code == 0
     assert (out / "adapt.json").read_text() == before
