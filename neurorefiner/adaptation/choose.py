@@ -349,6 +349,7 @@ def choose_refiner(dataset: str, folder: str | Path, segmenters: Sequence[str] =
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    commit = git_commit()   # before anything is written here (a tracked plans.json rewritten reads as +dirty)
     split, cases, judges, how = validation_cases(dataset, segmenters, folder, progress)
     editors = [None] + ([str(folder / "editor.ckpt")] if (folder / "editor.ckpt").exists() else [])
     state = folder / "work" / "choose_state.json"
@@ -356,28 +357,27 @@ def choose_refiner(dataset: str, folder: str | Path, segmenters: Sequence[str] =
     best, rows = choose_policy(cases, judges, editors, progress, state)
     policy = plan_of(best, folder)
     record = {"dataset": dataset, "split": split, "segmenters": list(segmenters), "judged": how,
-              "chosen": best.name, "commit": git_commit(),
+              "chosen": best.name, "commit": commit,
               "validation": [{"name": r.name, "kind": r.kind, "mean_f1": round(r.mean, 6), "f1": r.f1}
                              for r in rows]}
     write_plan(folder, policy, record)
-    table = write_table(folder / "choose.md", dataset, how, best, rows, segmenters)
+    table = write_table(folder / "choose.md", dataset, how, best, rows, segmenters, commit)
     return {"chosen": best.name, "kind": best.kind, "mean_f1": round(100 * best.mean, 2), "table": table.name}
 
 
 SCREEN_SHOWN = 10
 
 
-def write_table(path: Path, dataset: str, how: str, best: Row, rows: Sequence[Row], segmenters: Sequence[str]
-                ) -> Path:
+def write_table(path: Path, dataset: str, how: str, best: Row, rows: Sequence[Row], segmenters: Sequence[str],
+                commit: str) -> Path:
     """The validation table of every policy tried (the screen's best ``SCREEN_SHOWN`` shown, all in plans.json)."""
     from neurorefiner.io.atomic import write_text_atomic
-    from neurorefiner.paths import git_commit
 
     cases = list(rows[0].f1)
     kind = "SYNTHETIC " if dataset.startswith("synthetic") else ""
     lines = [f"# The refiner's policy, chosen on {kind}{dataset} validation", "",
              f"Made by `neurorefiner choose --dataset {dataset} --refiner {path.parent} --segmenters "
-             f"{','.join(segmenters)}` at commit `{git_commit()}`, on {how}; root-seeded APP2 F1 (%), the tables' "
+             f"{','.join(segmenters)}` at commit `{commit}`, on {how}; root-seeded APP2 F1 (%), the tables' "
              "score. `screen`: the policy's edits made directly (a perfect editor); `loop`: Algorithm 1 with the "
              "editor, as refine.py runs it. The choice is among initial, classical and the loops.", "",
              f"**Chosen: {best.name}** ({best.kind}, mean F1 {100 * best.mean:.2f})", "",
