@@ -14,6 +14,11 @@ from the tiles' summaries. ``BENCH_WHOLE_VOLUME=quick`` runs 128 x 512 x 512 and
 128 x 256 x 256) instead.
 Both volumes have tiles inside and on the border; border tiles read a region as large as inner ones (the plan
 pushes it inward), so the worker's memory is the plan's, whatever the volume.
+
+``whole_volume/empty_mask``: what empty space costs. One volume (64 x 1024 x 1024, tiled from a 64 x 512 x 512
+stack; 4 tiles of 64 x 512 x 512, halo 128 in y and x) refined twice in one process, each run the whole command
+with its own 2-worker LocalCluster: with an all-empty mask (timed) and with its mask and the heuristic agents
+(the reference). The ratio is what an empty brain costs against a refined one (issue 67: <= 0.1).
 """
 
 from __future__ import annotations
@@ -42,12 +47,12 @@ else:
     BREAKS, SPECKS = 2, 4
 
 
-def _base() -> tuple[np.ndarray, np.ndarray, tuple]:
+def _base(shape: tuple[int, int, int] = BASE) -> tuple[np.ndarray, np.ndarray, tuple]:
     from neurorefiner.defects.damage import cut_and_speckle
     from neurorefiner.synth import render_volume
     from neurorefiner.synth.presets import preset_params
 
-    image, label, _, spacing = render_volume(preset_params("synthetic_cwmbs_weak").replace(shape=BASE), 0)
+    image, label, _, spacing = render_volume(preset_params("synthetic_cwmbs_weak").replace(shape=shape), 0)
     return image, cut_and_speckle(label, np.random.default_rng(0), BREAKS, SPECKS), spacing
 
 
@@ -80,7 +85,7 @@ def _setup() -> dict:
     return arg
 
 
-def _refine(arg: dict, name: str) -> None:
+def _refine(arg: dict, name: str, plan: list[str] = PLAN) -> None:
     from hydra import compose, initialize_config_dir
 
     from neurorefiner.paths import project_root
@@ -92,7 +97,7 @@ def _refine(arg: dict, name: str) -> None:
         cfg = compose(config_name="refine", overrides=[
             "executor=dask", "agent=heuristic", f"image={tmp / f'{name}_image.ome.zarr'}",
             f"mask={tmp / f'{name}_mask.ome.zarr'}", f"out={tmp / f'{name}_out'}", "progress=false",
-            "executor.n_workers=2", "executor.threads_per_worker=1", "executor.dashboard_address=null", *PLAN,
+            "executor.n_workers=2", "executor.threads_per_worker=1", "executor.dashboard_address=null", *plan,
             *([f"executor.address={arg['cluster'].scheduler_address}"] if arg["cluster"] is not None else []),
             "paths.output_dir=/tmp/nr-unused"])
     arg["summaries"][name] = run(cfg)
@@ -116,10 +121,46 @@ def _figures(arg: dict, t: float) -> dict:
     return out
 
 
+if SMOKE:
+    EMPTY_BASE, EMPTY_SHAPE = BASE, SMALL
+    EMPTY_PLAN = PLAN
+else:
+    EMPTY_BASE, EMPTY_SHAPE = (64, 512, 512), (64, 1024, 1024)
+    EMPTY_PLAN = ["executor.tile=[64,512,512]", "executor.halo=[0,128,128]", "executor.chunks=[64,256,256]"]
+
+
+def _empty_setup() -> dict:
+    from neurorefiner.io.ome_zarr import write_ome_zarr_volume
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_empty_space_"))
+    image, mask, spacing = _base(EMPTY_BASE)
+    write_ome_zarr_volume(tmp / "empty_image.ome.zarr", _tiled(image, EMPTY_SHAPE), spacing)
+    write_ome_zarr_volume(tmp / "empty_mask.ome.zarr", np.zeros(EMPTY_SHAPE, bool), spacing)
+    (tmp / "dense_image.ome.zarr").symlink_to(tmp / "empty_image.ome.zarr")
+    write_ome_zarr_volume(tmp / "dense_mask.ome.zarr", _tiled(mask, EMPTY_SHAPE), spacing)
+    return {"tmp": tmp, "summaries": {}, "cluster": None}
+
+
+def _empty_figures(arg: dict, t: float) -> dict:
+    empty, dense = arg["summaries"]["empty"], arg["summaries"]["dense"]
+    out = {"empty_tiles_refined": float(empty.get("refined tiles", 0)),
+           "empty_tiles_skipped": float(empty.get("skipped tiles", 0)),
+           "dense_tiles_refined": float(dense.get("refined tiles", 0)),
+           "dense_accepted": float(dense["accepted"]), "dense_seconds": float(dense["seconds"]),
+           "empty_seconds": float(empty["seconds"])}
+    shutil.rmtree(arg["tmp"], ignore_errors=True)
+    return out
+
+
 CASES = [
     Case(f"whole_volume/dask_{'x'.join(map(str, LARGE))}", _setup, lambda a: _refine(a, "large"),
          reference=lambda a: _refine(a, "small"), reference_name=f"same engine, {'x'.join(map(str, SMALL))} (1/4)",
          repeats=1, warmup=False, extra=_figures,
          notes="executor=dask, 2-worker LocalCluster, heuristic agents + shipped TopoRefineNet editor; ratio = time "
                "ratio large/small (volume ratio 4); peak memory per worker must stay within 25 %"),
+    Case(f"whole_volume/empty_mask_{'x'.join(map(str, EMPTY_SHAPE))}", _empty_setup,
+         lambda a: _refine(a, "empty", EMPTY_PLAN), reference=lambda a: _refine(a, "dense", EMPTY_PLAN),
+         reference_name="same image, its mask, heuristic agents", repeats=1, warmup=False, extra=_empty_figures,
+         notes="executor=dask, 2-worker LocalCluster each run; ratio = all-empty mask / refined mask (issue 67: "
+               "<= 0.1)"),
 ]

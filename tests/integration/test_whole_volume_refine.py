@@ -95,6 +95,7 @@ def test_dask_gives_the_in_memory_mask(volume: dict, cluster: str, tile: str) ->
         assert all(near) and len(differ) <= 0.05 * (want != volume["mask"]).sum(), len(differ)
         assert len(differ) == 0  # what this stack measures (the bound above is what the design promises)
     records = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
+    assert summary["skipped tiles"] == 0   # every tile's region holds foreground here
     assert sum(r["type"] == "tile_done" for r in records) == summary["tiles"] and records[-1]["type"] == "done"
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == \
         ["overview.png", "refined_mask.ome.zarr", "refined_skeleton.swc", "skeletons", "trace.jsonl", "traces"]
@@ -177,3 +178,104 @@ def test_a_server_down_ends_the_dask_run_with_one_line(volume: dict, cluster: st
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: ") and "did not answer" in err[-1] and "run again to resume" in err[-1], err
     assert not any("Traceback" in line for line in err) and not (out / "refined_mask.ome.zarr").exists()
+
+
+def scheduled(out: Path) -> set[int]:
+    """The tiles a run committed (refined or found empty), from its trace."""
+    records = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
+    return {int(r["tile"]) for r in records if r["type"] == "tile_done"}
+
+
+@pytest.fixture(scope="module")
+def corner(volume: dict) -> dict:
+    """The stack's mask kept in its first 48 columns (x) only, as OME-Zarr, and its in-memory refinement. With
+    tiles of 32 x 64 x 64 and a halo of 64 in y and x, the regions that reach it are those of the tiles in the
+    first two columns of tiles: 4 of the 8."""
+    tmp, spacing = volume["tmp"], volume["spacing"]
+    mask = volume["mask"].copy()
+    mask[:, :, 48:] = False
+    zarr_path = write_ome_zarr_volume(tmp / "corner.ome.zarr", mask, spacing, (32, 64, 64))
+    tif = write_volume(tmp / "corner.tif", mask, spacing=spacing)
+    refine_here([*FAKE, f"image={volume['paths']['tif'][0]}", f"mask={tif}", f"out={tmp / 'corner_local'}",
+                 "report=false", "~tracing"])
+    local = read_volume(tmp / "corner_local" / "refined_mask.tif").load() > 0
+    assert mask.any() and (local != mask).sum() > 0   # the loop had work in the corner
+    return {"zarr": zarr_path, "mask": mask, "local": local}
+
+
+CORNER_PLAN = ["executor.tile=[32,64,64]"]   # halo [0,64,64] (DASK)
+
+
+def touching(mask: np.ndarray) -> set[int]:
+    """The tiles of CORNER_PLAN whose region (tile + halo) holds foreground of ``mask``."""
+    from neurorefiner.refine.whole_volume.tiles import plan_tiles
+
+    return {t.id for t in plan_tiles(mask.shape, (32, 64, 64), (0, 64, 64), (1, 64, 64)) if mask[t.region].any()}
+
+
+@pytest.mark.slow
+def test_an_empty_mask_schedules_no_tile_and_writes_an_empty_store(volume: dict, cluster: str,
+                                                                      tmp_path: Path) -> None:
+    """Empty space is free: no tile is read or refined, and the output is still a whole, valid OME-Zarr of
+    zeros (its chunks never written), with the tiles skipped counted in the summary and the trace header."""
+    empty = write_ome_zarr_volume(tmp_path / "empty.ome.zarr", np.zeros(SHAPE, bool), volume["spacing"],
+                                  (32, 64, 64))
+    out = tmp_path / "out"
+    summary = refine_here([*FAKE, *DASK, *CORNER_PLAN, f"image={volume['paths']['zarr'][0]}", f"mask={empty}",
+                           f"out={out}", f"executor.address={cluster}"])
+    assert (summary["tiles"], summary["skipped tiles"], summary["refined tiles"]) == (8, 8, 0)
+    assert summary["voxels after"] == 0 and scheduled(out) == set()
+    header = json.loads((out / "trace.jsonl").read_text().splitlines()[0])
+    assert (header["tiles"], header["skipped tiles"]) == (8, 8)
+    source, spacing = open_ome_zarr(out / "refined_mask.ome.zarr")
+    assert source.shape == SHAPE and spacing == tuple(volume["spacing"]) and not source[...].any()
+    assert not list((out / "traces").iterdir())   # no tile ran the loop
+    from ome_zarr.io import parse_url
+    from ome_zarr.reader import Reader
+
+    node = next(iter(Reader(parse_url(str(out / "refined_mask.ome.zarr")))()))   # napari-ome-zarr's reader
+    assert len(node.data) >= 1 and not any(np.asarray(level).any() for level in node.data)
+
+
+@pytest.mark.slow
+def test_a_corner_mask_schedules_only_the_tiles_whose_halo_reaches_it(volume: dict, corner: dict, cluster: str,
+                                                                      tmp_path: Path) -> None:
+    """Only the tiles whose region holds foreground are refined; the others are skipped, and the refined mask
+    is still the in-memory run's, voxel for voxel (a skipped tile's interior is empty in both)."""
+    out = tmp_path / "out"
+    summary = refine_here([*FAKE, *DASK, *CORNER_PLAN, f"image={volume['paths']['zarr'][0]}",
+                           f"mask={corner['zarr']}", f"out={out}", f"executor.address={cluster}"])
+    assert touching(corner["mask"]) == {0, 1, 4, 5}
+    assert scheduled(out) == {0, 1, 4, 5} and (summary["tiles"], summary["skipped tiles"]) == (8, 4)
+    np.testing.assert_array_equal(refined(out), corner["local"])
+
+
+@pytest.mark.slow
+def test_a_killed_run_with_skipped_tiles_resumes_to_the_same_mask(volume: dict, corner: dict, cluster: str,
+                                                                  tmp_path: Path) -> None:
+    """Killed once a tile is committed and run again, the run skips the same tiles, takes the committed ones
+    from the trace, refines the rest and ends with the in-memory mask."""
+    img = volume["paths"]["zarr"][0]
+    out = tmp_path / "out"
+    args = [sys.executable, str(ROOT / "refine.py"), *FAKE, *DASK, *CORNER_PLAN, f"image={img}",
+            f"mask={corner['zarr']}", f"out={out}", f"executor.address={cluster}", f"hydra.run.dir={tmp_path / 'run'}"]
+    env = {**os.environ, "WANDB_MODE": "offline", "PROJECT_ROOT": str(ROOT)}
+    args = [a.replace("+editor.delay=0", "+editor.delay=0.1") for a in args]
+    proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    trace = out / "trace.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if trace.exists() and trace.read_text().count('"type":"tile_done"') >= 1:
+            break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    committed = scheduled(out)
+    assert 1 <= len(committed) < 4 and committed <= {0, 1, 4, 5}, committed
+    run = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"8 tile(s) of [32, 64, 64] voxels (halo [0, 64, 64]), 4 skipped (no foreground within their halo), " \
+           f"{len(committed)} already committed; {4 - len(committed)} to refine" in run.stderr, run.stderr[-2000:]
+    assert scheduled(out) == {0, 1, 4, 5}
+    np.testing.assert_array_equal(refined(out), corner["local"])

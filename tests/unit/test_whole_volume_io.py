@@ -19,7 +19,7 @@ from neurorefiner.io.ome_zarr import (
     write_region,
 )
 from neurorefiner.refine.whole_volume.guard import BorderGuard, continuing_face_points
-from neurorefiner.refine.whole_volume.tiles import check_plan, plan_tiles
+from neurorefiner.refine.whole_volume.tiles import Occupancy, check_plan, chunk_boxes, occupied, plan_tiles
 from neurorefiner.topology.blocks import grid_blocks
 
 
@@ -85,6 +85,37 @@ def test_tiles_cover_the_volume_once_and_align_to_blocks() -> None:
         check_plan((32, 128, 256), (8, 64, 128), (32, 96, 128), block_size=64, block_depth=None)
     with pytest.raises(InputError, match="loop.block_size=64"):
         check_plan((32, 128, 256), (8, 32, 128), (16, 64, 128), block_size=64, block_depth=None)
+
+
+def test_the_plan_skips_exactly_the_tiles_whose_region_holds_no_foreground() -> None:
+    """Each chunk's foreground box, taken in the run's chunked pass over the mask, decides which tiles are
+    scheduled: on masks of a few voxels or short runs (a box is then its foreground) the tiles kept are exactly
+    those whose region (tile + halo) holds foreground, over chunks that do not align with the regions."""
+    import dask.array as da
+
+    rng = np.random.default_rng(0)
+    shape = (96, 700, 900)
+    tiles = plan_tiles(shape, (32, 128, 256), (8, 64, 128), (1, 64, 64))
+    seen = set()
+    for _ in range(12):
+        mask = np.zeros(shape, bool)
+        for _ in range(int(rng.integers(0, 4))):
+            z, y, x = (int(rng.integers(0, n)) for n in shape)
+            mask[z, y, x: x + int(rng.integers(1, 40))] = True
+        dmask = da.from_array(mask, chunks=(16, 96, 160))
+        occupancy = Occupancy.of(chunk_boxes(dmask).compute(), dmask.chunks)
+        keep, skip = occupied(tiles, occupancy)
+        assert [t.id for t in keep] == [t.id for t in tiles if mask[t.region].any()]
+        assert sorted(t.id for t in keep + skip) == [t.id for t in tiles]
+        seen.add(len(keep))
+    assert 0 in seen and len(seen) > 2   # empty masks skip everything; the others some tiles
+    # a box is conservative, never wrong: foreground at two corners of one chunk keeps what lies between
+    mask = np.zeros(shape, bool)
+    mask[0, 0, 0] = mask[15, 95, 159] = True
+    dmask = da.from_array(mask, chunks=(16, 96, 160))
+    occupancy = Occupancy.of(chunk_boxes(dmask).compute(), dmask.chunks)
+    assert occupancy.touches((slice(5, 6), slice(50, 51), slice(80, 81)))
+    assert not occupancy.touches((slice(16, 96), slice(0, 700), slice(0, 900)))
 
 
 class _Flags:

@@ -6,8 +6,9 @@ Why Dask distributed and no scheduler of our own: the tasks are independent (one
 function of its files), which is exactly what ``Client.map`` and ``as_completed`` schedule, retry and show on
 the dashboard, on a laptop (``LocalCluster``) or on a lab's cluster (``executor.address``, e.g. a
 ``dask-jobqueue`` ``SLURMCluster``; docs/whole_volume.md). The only global steps are chunked Dask reductions:
-the image's min and max (the normalisation ``executor=local`` uses), the mask's values (binary?) and z-MIPs for
-an overview picture; none holds a volume in memory. The run (:class:`~neurorefiner.refine.run.RefineRun`: roles,
+the image's min and max (the normalisation ``executor=local`` uses), the mask's values (binary?), where the mask
+has foreground (a box per chunk: tiles whose region holds none are never scheduled) and z-MIPs for an overview
+picture; none holds a volume in memory. The run (:class:`~neurorefiner.refine.run.RefineRun`: roles,
 editor, loop settings, voxel size) is built once here and scattered to the workers, which rebuild its roles and
 editor from its recipe once each and resolve nothing again.
 
@@ -38,13 +39,20 @@ from neurorefiner.agents.roles import RoleError
 from neurorefiner.agents.trace import TraceWriter, read_trace
 from neurorefiner.errors import InputError
 from neurorefiner.io.atomic import atomic_path
-from neurorefiner.io.ome_zarr import ZarrSource, create_mask_store, finish_pyramid, is_zarr_path, open_ome_zarr
+from neurorefiner.io.ome_zarr import (
+    ZarrSource,
+    create_mask_store,
+    finish_pyramid,
+    is_zarr_path,
+    open_ome_zarr,
+    pool_max,
+)
 from neurorefiner.io.swc import write_swc
 from neurorefiner.refine.output_lock import OutputLock, check_output_dir
 from neurorefiner.refine.run import RefineRun, differences, soma_root
 from neurorefiner.refine.whole_volume.skeleton_merge import MERGED_SWC, merge_tile_skeletons
 from neurorefiner.refine.whole_volume.task import TileJob, refine_tile
-from neurorefiner.refine.whole_volume.tiles import check_plan, plan_tiles
+from neurorefiner.refine.whole_volume.tiles import Occupancy, check_plan, chunk_boxes, occupied, plan_tiles
 
 TRACE = "trace.jsonl"
 WORK = ".work"
@@ -124,16 +132,11 @@ class DaskExecutor:
         spacing = loop.spacing
         t0 = time.perf_counter()
         stats = self._stats(image, mask)
-        if not stats["binary"]:
-            raise InputError(f"mask is not binary: found {stats['mask_values']} distinct values; pass a 0/1 or "
-                             "0/255 mask", cfg.mask)
-        if not stats["finite"]:
-            raise InputError("the image holds NaN/inf voxels; clean or clip it first", cfg.image)
-        header = loop.header({"path": image.path, "shape": list(image.shape), "dtype": image.dtype,
-                              "min": stats["lo"], "max": stats["hi"], "sum": stats["image_sum"]},
-                             {"path": mask.path, "shape": list(mask.shape), "foreground": stats["foreground"]},
-                             engine="dask", plan={"tile": list(plan[0]), "halo": list(plan[1]),
-                                                  "chunks": list(plan[2])}, root_zyx=listed(soma_root(cfg)))
+        header = self._header(cfg, image, mask, loop, stats, plan)
+        # empty space is free: a tile whose region (tile + halo) holds no foreground is neither read nor refined;
+        # its output is empty, as the mask is there, and its chunks are never written (they read as 0)
+        planned = len(tiles)
+        tiles, skipped = occupied(tiles, Occupancy.of(stats["boxes"], mask.as_dask().chunks))
         done, finished = self._claim(out, header, bool(cfg.get("resume", True)), bool(cfg.get("overwrite", False)))
         if finished is not None:
             print(f"already refined: {out / STORE} (the trace's run is finished); nothing to do", file=sys.stderr)
@@ -146,13 +149,17 @@ class DaskExecutor:
                         str(work / "skeletons") if self.skeletons else None, int(self.threads_per_worker), inputs,
                         header["root_zyx"])
                 for t in tiles if t.id not in done]
-        print(f"{len(tiles)} tile(s) of {list(plan[0])} voxels (halo {list(plan[1])}), {len(done)} already "
-              f"committed; {len(jobs)} to refine", file=sys.stderr)
+        print(f"{planned} tile(s) of {list(plan[0])} voxels (halo {list(plan[1])}), "
+              f"{len(skipped)} skipped (no foreground within their halo), {len(done)} already committed; "
+              f"{len(jobs)} to refine", file=sys.stderr)
         summaries: list[dict] = [r["summary"] for r in read_trace(out / TRACE) if r.get("type") == "tile_done"
                                  and r.get("tile") in done]
         with TraceWriter(out / TRACE, loop.secrets) as trace:
-            trace.write({**header, "resumed": bool(done), "inputs": inputs, "tiles": len(tiles)})
-            bar = tqdm(total=len(tiles), initial=len(done), unit="tile", desc="refine",
+            # the plan's tile count and the skipped ones beside the plan, not in it (not a key a resumed run must
+            # match: the same mask skips the same tiles, and a skipped tile's output is the empty region it read)
+            trace.write({**header, "resumed": bool(done), "inputs": inputs, "tiles": planned,
+                         "skipped tiles": len(skipped)})
+            bar = tqdm(total=len(tiles), initial=len(tiles) - len(jobs), unit="tile", desc="refine",
                        disable=not bool(cfg.get("progress", True)), file=sys.stderr)
             attempt = uuid.uuid4().hex[:8]   # this driver's tasks: a killed driver's may still run on a live cluster
             # the run goes to every worker once (its roles and editor built there once), not with every tile
@@ -166,8 +173,8 @@ class DaskExecutor:
                 except RoleError as exc:  # the model server is down for every tile: stop asking it
                     client.cancel(futures)
                     bar.close()
-                    raise RoleError(f"{exc} ({len(summaries)} of {len(tiles)} tile(s) committed; run again to "
-                                    "resume)") from None
+                    raise RoleError(f"{exc} ({len(summaries)} of {len(tiles)} tile(s) to refine committed; run "
+                                    "again to resume)") from None
                 except Exception as exc:  # noqa: BLE001 - a tile's error is reported, the others finish
                     failed.append(f"{type(exc).__name__}: {exc}")
                     continue
@@ -179,25 +186,49 @@ class DaskExecutor:
             if failed:
                 raise TileFailure(f"{len(failed)} tile(s) failed (committed tiles are kept; run again to resume): "
                                   f"{failed[0]}")
-            levels = finish_pyramid(work / STORE, spacing, self.pyramid_min_side)
-            skeleton = self._merged_skeleton(work, spacing) if self.skeletons else {}
-            if self.overview:
-                self._overview(work, stats, work / STORE)
-            for name in OUTPUTS:
-                if (work / name).exists():
-                    shutil.rmtree(out / name, ignore_errors=True)
-                    (work / name).replace(out / name)
-            shutil.rmtree(work, ignore_errors=True)
-            counts = _components(mask, out / STORE / "0") if self.components else {}
+            levels, figures = self._finish(out, stats, spacing, mask)
             seconds = time.perf_counter() - t0
-            summary = {**self._summary(cfg, image, summaries, levels, seconds, out, loop), **skeleton, **counts}
+            summary = {**self._summary(cfg, image, summaries, levels, seconds, out, loop, planned, len(skipped)),
+                       **figures}
             trace.write({"type": "done", "summary": summary})
-        print(f"refined {cfg.mask}: {len(tiles)} tile(s), {summary['accepted']} edit(s) accepted, "
+        print(f"refined {cfg.mask}: {summary['tiles']} tile(s) ({len(skipped)} empty, skipped), "
+              f"{summary['accepted']} edit(s) accepted, "
               f"{summary['rejected']} rejected, {summary['escalated']} escalated; {summary['seconds']:.1f} s -> "
               f"{out / STORE}")
         return summary
 
     # ------------------------------------------------------------------------------------------ pieces
+    def _header(self, cfg: Any, image: ZarrSource, mask: ZarrSource, loop: RefineRun, stats: dict,
+                plan: tuple) -> dict:
+        """The run's trace header, after the checks the global pass makes possible (a binary mask, a finite
+        image)."""
+        if not stats["binary"]:
+            raise InputError(f"mask is not binary: found {stats['mask_values']} distinct values; pass a 0/1 or "
+                             "0/255 mask", cfg.mask)
+        if not stats["finite"]:
+            raise InputError("the image holds NaN/inf voxels; clean or clip it first", cfg.image)
+        return loop.header({"path": image.path, "shape": list(image.shape), "dtype": image.dtype,
+                            "min": stats["lo"], "max": stats["hi"], "sum": stats["image_sum"]},
+                           {"path": mask.path, "shape": list(mask.shape), "foreground": stats["foreground"]},
+                           engine="dask", plan={"tile": list(plan[0]), "halo": list(plan[1]),
+                                                "chunks": list(plan[2])}, root_zyx=listed(soma_root(cfg)))
+
+    def _finish(self, out: Path, stats: dict, spacing: tuple, mask: ZarrSource) -> tuple[int, dict]:
+        """After the last tile: the pyramid, the merged skeleton and the overview in ``.work``, then moved into
+        ``out`` together; returns the pyramid's levels and the skeleton's (and components') figures."""
+        work = out / WORK
+        levels = finish_pyramid(work / STORE, spacing, self.pyramid_min_side)
+        skeleton = self._merged_skeleton(work, spacing) if self.skeletons else {}
+        if self.overview:
+            self._overview(work, stats, work / STORE)
+        for name in OUTPUTS:
+            if (work / name).exists():
+                shutil.rmtree(out / name, ignore_errors=True)
+                (work / name).replace(out / name)
+        shutil.rmtree(work, ignore_errors=True)
+        counts = _components(mask, out / STORE / "0") if self.components else {}
+        return levels, {**skeleton, **counts}
+
     def _client(self) -> tuple[Any, Any]:
         """A client of the cluster at ``address``, else of a new ``LocalCluster`` (its dashboard link printed)."""
         from dask.distributed import Client, LocalCluster
@@ -220,13 +251,14 @@ class DaskExecutor:
 
     def _stats(self, image: ZarrSource, mask: ZarrSource) -> dict:
         """One chunked pass over both inputs: the image's min, max, sum and finiteness, the mask's distinct
-        values and foreground, and (for the overview) both z-MIPs pooled to at most 1024 pixels a side."""
+        values, foreground and foreground box per chunk (the tiles to skip), and (for the overview) both z-MIPs
+        pooled to at most 1024 pixels a side."""
         import dask
         import dask.array as da
 
         img, msk = image.as_dask(), mask.as_dask()
         todo: dict[str, Any] = {"lo": img.min(), "hi": img.max(), "image_sum": img.sum(dtype=np.float64),
-                                "values": da.unique(msk), "foreground": (msk != 0).sum()}
+                                "values": da.unique(msk), "foreground": (msk != 0).sum(), "boxes": chunk_boxes(msk)}
         todo["finite"] = da.isfinite(img).all() if np.issubdtype(img.dtype, np.floating) else True
         if self.overview:
             todo["image_mip"] = _pooled_mip(img)
@@ -283,17 +315,21 @@ class DaskExecutor:
         """``overview.png``: z-MIPs of the image, the initial mask and the refined mask, side by side."""
         import dask.array as da
         import zarr
+        from PIL import Image
 
-        from neurorefiner.topology.views import png_bytes, side_by_side
+        from neurorefiner.topology.views import side_by_side, to_uint8
 
         refined = _pooled_mip(da.from_zarr(zarr.open_array(str(store / "0"), mode="r")) != 0).compute()
         picture = side_by_side([stats["image_mip"], stats["mask_mip"].astype(np.float32),
                                 refined.astype(np.float32)])
         with atomic_path(work / "overview.png") as tmp:
-            tmp.write_bytes(png_bytes(picture))
+            # a grey PNG by Pillow: png_bytes's pixels without importing matplotlib (about a second a run)
+            Image.fromarray(to_uint8(picture)).save(tmp, format="PNG")
 
     def _summary(self, cfg: Any, image: ZarrSource, tiles: list[dict], levels: int, seconds: float,
-                 out: Path, run: RefineRun) -> dict:
+                 out: Path, run: RefineRun, planned: int, skipped: int) -> dict:
+        """The run's figures; ``tiles`` are the committed tiles' summaries, of ``planned`` tiles of which
+        ``skipped`` held no foreground within their halo."""
         peaks: dict[int, int] = {}
         for s in tiles:
             pid = int(s.get("worker_pid", 0))
@@ -302,7 +338,8 @@ class DaskExecutor:
                                                                     "voxels before", "voxels after")}
         return {"image": str(cfg.image), "mask": str(cfg.mask), "shape": list(image.shape), "engine": "dask",
                 "spacing (z, y, x) um": list(run.spacing), "spacing from": run.spacing_from,
-                "tiles": len(tiles), "refined tiles": sum(s.get("status") == "refined" for s in tiles), **total,
+                "tiles": planned, "skipped tiles": skipped,
+                "refined tiles": sum(s.get("status") == "refined" for s in tiles), **total,
                 "pyramid levels": levels, "seconds": round(seconds, 2),
                 "peak worker memory GiB": {str(pid): round(v / 2**30, 3) for pid, v in sorted(peaks.items())},
                 "output": str(out / STORE)}
@@ -334,7 +371,7 @@ def _pooled_mip(arr: Any, side: int = 1024) -> Any:
     f = [1, max(1, -(-arr.shape[1] // side)), max(1, -(-arr.shape[2] // side))]
     if f[1] > 1 or f[2] > 1:
         pad = [(0, 0), (0, (-arr.shape[1]) % f[1]), (0, (-arr.shape[2]) % f[2])]
-        arr = da.coarsen(np.max, da.pad(arr, pad) if any(p for _, p in pad) else arr, {1: f[1], 2: f[2]})
+        arr = da.coarsen(pool_max, da.pad(arr, pad) if any(p for _, p in pad) else arr, {1: f[1], 2: f[2]})
     return arr.max(axis=0)
 
 

@@ -17,6 +17,7 @@ Within a tile the trace is the loop's own (``traces/tile_XXXXX.jsonl``: run head
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import resource
 import time
@@ -90,6 +91,11 @@ def peak_rss() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
+def within(data: np.ndarray, origin: Slices, box: Slices) -> np.ndarray:
+    """``box`` (volume coordinates) of ``data``, an array read at ``origin`` (volume coordinates)."""
+    return data[tuple(slice(b.start - o.start, b.stop - o.start) for b, o in zip(box, origin))]
+
+
 def refine_tile(job: TileJob, loop: RefineRun) -> dict:
     """Refine one tile with ``loop`` (the driver's run) and commit its interior; returns the tile's summary
     (counts, voxels, seconds, memory)."""
@@ -101,19 +107,23 @@ def refine_tile(job: TileJob, loop: RefineRun) -> dict:
     except ImportError:  # pragma: no cover - torch is a dependency
         pass
     tile = job.tile
-    mask = job.mask.read(tile.region) > 0
+    # the mask is read once: the region and the voxel planes just beyond its cut faces (the border guard's)
+    grown = tuple(slice(max(s.start - 1, 0), min(s.stop + 1, n)) for s, n in zip(tile.region, job.mask.shape))
+    around = job.mask.read(grown) > 0   # type: ignore[arg-type]
+    mask = np.ascontiguousarray(within(around, grown, tile.region))
     inner = tile.interior_in_region
     summary = {"tile": tile.id, "interior": tile.as_dict()["interior"], "worker_pid": os.getpid()}
     before = int(mask[inner].sum())
-    if not mask.any():
+    if not mask.any():   # the plan skips such tiles; a region the mask's chunk boxes overstated lands here
         write_region(job.output, tile.interior, mask[inner])
         return {**summary, "status": "empty", "voxels before": 0, "voxels after": 0, "accepted": 0,
                 "rejected": 0, "escalated": 0, "rounds": 0, "seconds": round(time.perf_counter() - t0, 3),
                 "peak_rss": peak_rss()}
+    faces = continuing_face_points(tile.region, job.mask.shape, functools.partial(within, around, grown))
+    del around
     image = normalise(job.image.read(tile.region), *job.intensity)
     if not np.isfinite(image).all():
         raise ValueError(f"{job.image.path}: NaN/inf voxels in tile {tile.id}")
-    faces = continuing_face_points(tile.region, job.mask.shape, lambda sl: job.mask.read(sl) > 0)
     guarded = dataclasses.replace(loop, agents=Agents(BorderGuard(loop.agents.inspector, faces),
                                                       loop.agents.advisor, loop.agents.validator))
     root = tile_root(job.root, tile.region)

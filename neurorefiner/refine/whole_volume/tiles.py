@@ -4,12 +4,20 @@ Why the alignments: a tile's interior is a whole number of output Zarr chunks (n
 tasks, so no locks), and the tile and its halo are whole numbers of the loop's blocks in y and x (and in z when
 ``block_depth`` cuts z), so the blocks a task sees are exactly the blocks the in-memory run would see there.
 A volume that fits in one tile is therefore refined exactly as ``executor=local`` refines it.
+
+Empty space is free: :class:`Occupancy` holds, per chunk of the input mask, the box around its foreground (taken
+in the run's one chunked pass over the mask, so it costs no extra read), and :func:`occupied` keeps the tiles
+whose region (tile + halo) meets one of those boxes. A tile whose region holds no foreground is never scheduled:
+its output is empty (the mask is empty there, and the loop adds nothing to an empty region), so its chunks are
+simply never written and read as 0. The test is conservative (a box is larger than its foreground), never wrong.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from neurorefiner.errors import InputError
 from neurorefiner.topology.blocks import Slices
@@ -90,3 +98,65 @@ def _region(inner: slice, halo: int, n: int, align: int, tile: int) -> slice:
         lo = max(0, n - want) // max(align, 1) * max(align, 1)
         hi = n
     return slice(min(lo, inner.start), max(hi, inner.stop))
+
+
+#: a chunk with no foreground: a box that meets no region
+NO_BOX = (-1, -1, -1, -1, -1, -1)
+
+
+def chunk_box(block: np.ndarray, block_info: dict | None = None) -> np.ndarray:
+    """(1, 1, 1, 6) int64: the foreground's box in one chunk of the mask, volume coordinates, half-open
+    (z0, z1, y0, y1, x0, x1), or :data:`NO_BOX`; for ``dask.array.map_blocks`` over the mask (``block_info`` gives
+    the chunk's place)."""
+    out = np.array(NO_BOX, np.int64).reshape(1, 1, 1, 6)
+    if not np.any(block):
+        return out
+    origin = [lo for lo, _ in block_info[0]["array-location"]] if block_info else [0, 0, 0]
+    for axis in range(3):
+        hit = np.flatnonzero(np.any(block, axis=tuple(a for a in range(3) if a != axis)))
+        out[0, 0, 0, 2 * axis: 2 * axis + 2] = origin[axis] + hit[0], origin[axis] + hit[-1] + 1
+    return out
+
+
+def chunk_boxes(mask) -> object:  # type: ignore[no-untyped-def]
+    """A lazy (nz, ny, nx, 6) Dask array of :func:`chunk_box` over a 3D Dask mask, one entry per chunk."""
+    return mask.map_blocks(chunk_box, chunks=(*((1,) * n for n in mask.numblocks), (6,)), new_axis=3,
+                           dtype=np.int64, meta=np.empty((0, 0, 0, 0), np.int64))
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """Where the mask holds foreground, chunk by chunk: ``boxes`` (nz, ny, nx, 6) from :func:`chunk_boxes` and
+    ``edges``, each axis's chunk boundaries (0, ..., size)."""
+
+    boxes: np.ndarray
+    edges: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+    @classmethod
+    def of(cls, boxes: np.ndarray, chunks: Sequence[Sequence[int]]) -> Occupancy:
+        """From the computed boxes and the mask's Dask chunks (sizes per axis)."""
+        edges = tuple(np.concatenate([[0], np.cumsum(np.asarray(c, np.int64))]) for c in chunks)
+        return cls(np.asarray(boxes, np.int64), edges)  # type: ignore[arg-type]
+
+    def touches(self, region: Slices) -> bool:
+        """Whether any foreground box meets ``region`` (volume coordinates): only the chunks it overlaps are
+        looked at."""
+        picks = []
+        for axis, sl in enumerate(region):
+            e = self.edges[axis]
+            picks.append(slice(max(int(np.searchsorted(e, sl.start, "right")) - 1, 0),
+                               int(np.searchsorted(e, sl.stop, "left"))))
+        b = self.boxes[tuple(picks)].reshape(-1, 6)
+        b = b[b[:, 0] >= 0]
+        hit = np.ones(len(b), bool)
+        for axis, sl in enumerate(region):
+            hit &= (b[:, 2 * axis] < sl.stop) & (b[:, 2 * axis + 1] > sl.start)
+        return bool(hit.any())
+
+
+def occupied(tiles: Sequence[Tile], occupancy: Occupancy) -> tuple[list[Tile], list[Tile]]:
+    """(tiles whose region meets foreground, tiles whose region holds none: never scheduled, read or refined)."""
+    keep, skip = [], []
+    for t in tiles:
+        (keep if occupancy.touches(t.region) else skip).append(t)
+    return keep, skip
