@@ -112,14 +112,17 @@ def find_candidates(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float
         raise ValueError(f"unknown candidate kind(s) {sorted(bad)}; known: {KINDS}")
     sp = tuple(float(v) for v in spacing)
     labels, n = label_components(mask)
-    sizes = np.bincount(labels.ravel(), minlength=n + 1)
+    # sizes and boxes from one pass over the labels (a bincount of the region was a second one, with an int64
+    # copy of it: 8 bytes a voxel)
+    stats = cc3d.statistics(labels, no_slice_conversion=True) if n else {"voxel_counts": np.zeros(1)}
+    sizes = np.asarray(stats["voxel_counts"], np.int64)
     sizes[0] = 0
     main = tree_piece(labels, sizes, sp, root)
     levels = intensity_levels(image, mask)
     out: list[Candidate] = []
     if n == 0:
         return CandidateSet(out, labels, sizes, main, sp, levels)
-    boxes = cc3d.statistics(labels, no_slice_conversion=True)["bounding_boxes"]
+    boxes = stats["bounding_boxes"]
     context = PieceContext(image, mask, labels, sizes, boxes, main, np.asarray(sp), levels, s)
     if "join" in kinds:
         out.extend(_with_clutter(_joins(context), sp))
@@ -148,7 +151,7 @@ class PieceContext:
     _voxels: dict[int, np.ndarray] = field(default_factory=dict)
     _trees: dict[int, object] = field(default_factory=dict)
     _signals: dict[int, float] = field(default_factory=dict)
-    _main_dist: np.ndarray | None = None
+    _main_dist: object | None = None   # the tree's KD-tree for distances only (dist_to_main)
 
     def voxels(self, c: int) -> np.ndarray:
         if c not in self._voxels:
@@ -176,8 +179,19 @@ class PieceContext:
         return order[: self.s.max_pieces]
 
     def dist_to_main(self, points: np.ndarray) -> np.ndarray:
-        """Physical distance from each point (voxels) to the tree (the piece at the root, else the largest)."""
-        d, _ = self.tree(self.main).query(np.asarray(points, float).reshape(-1, 3) * self.sp)
+        """Physical distance from each point (voxels) to the tree (the piece at the root, else the largest).
+
+        Asked for every voxel of every removal candidate, mostly specks far from a thin tree: a query the
+        balanced KD-tree of :meth:`tree` answers slowly (about 8 us a point at 100 um), a sliding-midpoint tree
+        with larger leaves about 4x faster. Same points, same distance arithmetic, so the same distances (the
+        nearest point's, exact); :meth:`tree` stays as it is for the queries whose answer is a point, which
+        ties could change."""
+        from scipy.spatial import cKDTree
+
+        if self._main_dist is None:
+            self._main_dist = cKDTree(self.voxels(self.main) * self.sp, leafsize=64, balanced_tree=False,
+                                      compact_nodes=False)
+        d, _ = self._main_dist.query(np.asarray(points, float).reshape(-1, 3) * self.sp)  # type: ignore[attr-defined]
         return d
 
 
