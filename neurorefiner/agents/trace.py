@@ -82,6 +82,13 @@ def _jsonable(obj: Any) -> Any:
 REQUESTS_DIR = "requests"
 
 
+UNSYNCED = ("decision", "failed_call")
+"""Records written to the OS but not forced to disk one by one: a run makes thousands of them and the fsync of each
+was 15 % of the learned loop on a whole-volume tile (docs/whole_volume.md). A killed process loses none of them
+(flushed); a machine that loses power may lose the decisions since the last block, round or run record, each
+of which is still synced, and a resume then redoes that block."""
+
+
 class TraceWriter:
     """Appends records to a JSONL file; safe to share between the threads of one run. Prompts and pictures
     of ``requests`` go to ``requests_dir`` (default ``requests/`` beside the trace), once per content."""
@@ -125,8 +132,9 @@ class TraceWriter:
         # (belt and braces: a key echoed back by a server never reaches the file)
         with self._lock:
             self._fh.write(line + "\n")
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            self._fh.flush()   # a killed run leaves every record written so far (the OS holds them)
+            if record.get("type") not in UNSYNCED:
+                os.fsync(self._fh.fileno())
 
     def close(self) -> None:
         with self._lock:
