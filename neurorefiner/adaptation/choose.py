@@ -41,7 +41,22 @@ JOIN_THRESHOLDS: tuple[float | None, ...] = (None, 0.0, 0.2, 0.4, 0.6, 0.8, 1.1)
 REMOVE_THRESHOLDS: tuple[float | None, ...] = (None, 0.5, 1.1)
 REACHES = (8.0, 16.0)
 CONFIRM = 3
-"""Screened policies confirmed with the full loop (each at two T_max and two brightness gates)."""
+"""Screened policies confirmed with the full loop; the best of them is then tried at T_max 1, with the brightness
+gate off and with each other editor (``variants``)."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How many full-loop runs the confirmation spends: each costs one loop per validation case (about 100 s on a
+    128 x 512 x 512 stand-in volume, seconds on a DIADEM stack), so a large validation set may confirm fewer."""
+
+    confirm: int = CONFIRM
+    variants: bool = True
+
+    def options(self) -> str:
+        """The command-line options that give this budget (empty at the defaults)."""
+        return (f" --confirm {self.confirm}" if self.confirm != CONFIRM else "") + \
+            ("" if self.variants else " --no-variants")
 SIMPLER = ("initial", "classical")
 
 
@@ -204,7 +219,8 @@ class Row:
 
 
 def choose_policy(cases: Sequence[Any], judges: Callable[[Any], Any], editors: Sequence[str | None],
-                  progress: bool = True, state: Path | None = None) -> tuple[Row, list[Row]]:
+                  progress: bool = True, state: Path | None = None, budget: Budget = Budget()
+                  ) -> tuple[Row, list[Row]]:
     """The chosen row and every row tried, on ``cases`` (GoldCase: image, mask, gold, spacing); ``judges``:
     case -> the judge that never saw it; ``editors``: the editors to try (None: the shipped one). With ``state``
     (a JSON file) finished parts are kept there and a killed run resumes from them."""
@@ -242,7 +258,7 @@ def choose_policy(cases: Sequence[Any], judges: Callable[[Any], Any], editors: S
             screened[p][n] = float(v)
     ranked = sorted(grid, key=lambda p: -float(np.mean(list(screened[p].values()))))
     rows += [Row(p.name, "screen", screened[p], asdict(p)) for p in ranked]
-    rows += confirm(cases, names, judges, ranked, editors, score, saved, progress)
+    rows += confirm(cases, names, judges, ranked, editors, score, saved, progress, budget)
     order = {"initial": 0, "classical": 1, "loop": 2}
     finalists = [r for r in rows if r.kind in order]
     best = max(finalists, key=lambda r: (round(r.mean, 6), -order[r.kind]))
@@ -250,14 +266,15 @@ def choose_policy(cases: Sequence[Any], judges: Callable[[Any], Any], editors: S
 
 
 def confirm(cases: Sequence[Any], names: Sequence[str], judges: Callable[[Any], Any], ranked: Sequence[Policy],
-            editors: Sequence[str | None], score: Callable, saved: Callable, progress: bool) -> list[Row]:
+            editors: Sequence[str | None], score: Callable, saved: Callable, progress: bool,
+            budget: Budget = Budget()) -> list[Row]:
     """The full loop for the best screened policies (distinct in what they pick), then, greedily on the best of
     them, T_max 1, the brightness gate off and each other editor."""
     from tqdm import tqdm
 
     picked: list[Policy] = []
     for p in ranked:
-        if len(picked) == CONFIRM:
+        if len(picked) == max(budget.confirm, 1):
             break
         if all(p.join != q.join or p.gates != q.gates or p.reach_um != q.reach_um or p.remove != q.remove
                for q in picked):
@@ -276,6 +293,8 @@ def confirm(cases: Sequence[Any], names: Sequence[str], judges: Callable[[Any], 
         return row
 
     best = max((loop_row(p, editors[0]) for p in picked), key=lambda r: r.mean)
+    if not budget.variants:
+        return rows
     for change in ({"t_max": 1}, {"max_brightness": 1.0}):
         base = Policy(**{k: v for k, v in best.policy.items() if k != "editor"})  # type: ignore[union-attr]
         row = loop_row(replace(base, **change), best.policy["editor"])  # type: ignore[index]
@@ -341,7 +360,7 @@ def plan_of(row: Row, folder: Path) -> dict[str, Any]:
 
 
 def choose_refiner(dataset: str, folder: str | Path, segmenters: Sequence[str] = ("unet3d",),
-                   progress: bool = True) -> dict[str, Any]:
+                   progress: bool = True, budget: Budget = Budget()) -> dict[str, Any]:
     """Choose ``folder``'s policy on ``dataset``'s validation data; write ``plans.json`` and ``choose.md`` there.
     Returns what the adapt record keeps (the chosen row, the table's path, the splits read)."""
     from neurorefiner.io.refiner_plans import write_plan
@@ -354,14 +373,14 @@ def choose_refiner(dataset: str, folder: str | Path, segmenters: Sequence[str] =
     editors = [None] + ([str(folder / "editor.ckpt")] if (folder / "editor.ckpt").exists() else [])
     state = folder / "work" / "choose_state.json"
     state.parent.mkdir(parents=True, exist_ok=True)
-    best, rows = choose_policy(cases, judges, editors, progress, state)
+    best, rows = choose_policy(cases, judges, editors, progress, state, budget)
     policy = plan_of(best, folder)
     record = {"dataset": dataset, "split": split, "segmenters": list(segmenters), "judged": how,
               "chosen": best.name, "commit": commit,
               "validation": [{"name": r.name, "kind": r.kind, "mean_f1": round(r.mean, 6), "f1": r.f1}
                              for r in rows]}
     write_plan(folder, policy, record)
-    table = write_table(folder / "choose.md", dataset, how, best, rows, segmenters, commit)
+    table = write_table(folder / "choose.md", dataset, how, best, rows, segmenters, commit, budget)
     return {"chosen": best.name, "kind": best.kind, "mean_f1": round(100 * best.mean, 2), "table": table.name}
 
 
@@ -369,7 +388,7 @@ SCREEN_SHOWN = 10
 
 
 def write_table(path: Path, dataset: str, how: str, best: Row, rows: Sequence[Row], segmenters: Sequence[str],
-                commit: str) -> Path:
+                commit: str, budget: Budget = Budget()) -> Path:
     """The validation table of every policy tried (the screen's best ``SCREEN_SHOWN`` shown, all in plans.json)."""
     from neurorefiner.io.atomic import write_text_atomic
 
@@ -377,9 +396,9 @@ def write_table(path: Path, dataset: str, how: str, best: Row, rows: Sequence[Ro
     kind = "SYNTHETIC " if dataset.startswith("synthetic") else ""
     lines = [f"# The refiner's policy, chosen on {kind}{dataset} validation", "",
              f"Made by `neurorefiner choose --dataset {dataset} --refiner {path.parent} --segmenters "
-             f"{','.join(segmenters)}` at commit `{commit}`, on {how}; root-seeded APP2 F1 (%), the tables' "
-             "score. `screen`: the policy's edits made directly (a perfect editor); `loop`: Algorithm 1 with the "
-             "editor, as refine.py runs it. The choice is among initial, classical and the loops.", "",
+             f"{','.join(segmenters)}{budget.options()}` at commit `{commit}`, on {how}; root-seeded APP2 F1 (%), "
+             "the tables' score. `screen`: the policy's edits made directly (a perfect editor); `loop`: Algorithm 1 "
+             "with the editor, as refine.py runs it. The choice is among initial, classical and the loops.", "",
              f"**Chosen: {best.name}** ({best.kind}, mean F1 {100 * best.mean:.2f})", "",
              "| policy | scored by | mean F1 | " + " | ".join(cases) + " |", "|---|---|---|" + "---|" * len(cases)]
     shown = [r for r in rows if r.kind != "screen"] + [r for r in rows if r.kind == "screen"][:SCREEN_SHOWN]

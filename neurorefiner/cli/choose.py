@@ -18,11 +18,16 @@ def choose(dataset: str = typer.Option(..., "--dataset", help="registry name: it
            refiner: Path = typer.Option(..., "--refiner", help="the refiner folder (its judge.json and editor.ckpt "
                                                                "are used when present, else the shipped ones)"),
            segmenters: str = typer.Option("unet3d", "--segmenters", help="comma-separated: whose masks to refine"),
+           confirm: int = typer.Option(3, "--confirm", min=1, help="screened policies confirmed with the full loop "
+                                                                    "(one loop per validation case each)"),
+           variants: bool = typer.Option(True, "--variants/--no-variants",
+                                         help="try the best loop at T_max 1, without the brightness gate and with "
+                                              "each other editor"),
            ) -> None:
     """Choose a refiner's policy on validation by root-seeded F1 (plans.json + choose.md in its folder)."""
-    from neurorefiner.adaptation.choose import choose_refiner
+    from neurorefiner.adaptation.choose import Budget, choose_refiner
 
     names = tuple(s.strip() for s in segmenters.split(",") if s.strip())
-    out = choose_refiner(dataset, refiner, names, progress=is_tty())
+    out = choose_refiner(dataset, refiner, names, progress=is_tty(), budget=Budget(confirm, variants))
     typer.echo(f"{refiner}: chose {out['chosen']} ({out['kind']}, validation F1 {out['mean_f1']:.2f}); "
                f"table: {refiner / out['table']}")
