@@ -115,19 +115,8 @@ def test_a_killed_dask_run_resumes_to_the_same_mask(volume: dict, cluster: str, 
     out = tmp_path / "out"
     args = [sys.executable, str(ROOT / "refine.py"), *FAKE, *DASK, f"image={img}", f"mask={msk}", f"out={out}",
             "executor.tile=[32,64,128]", f"executor.address={cluster}", f"hydra.run.dir={tmp_path / 'run'}"]
-    env = {**os.environ, "WANDB_MODE": "offline", "PROJECT_ROOT": str(ROOT)}
-    args = [a.replace("+editor.delay=0", "+editor.delay=0.1") for a in args]   # the same settings in both runs
-    proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
-    trace = out / "trace.jsonl"
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if trace.exists() and trace.read_text().count('"type":"tile_done"') >= 1:
-            break
-        time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)   # the driver, mid-run
-    proc.wait()
-    committed = trace.read_text().count('"type":"tile_done"')
+    args, env = _kill_after_first_tile(args, out)   # the driver, mid-run
+    committed = (out / "trace.jsonl").read_text().count('"type":"tile_done"')
     assert 1 <= committed < 4, committed
     assert not (out / "refined_mask.ome.zarr").exists()    # no half-written output in out/
     run = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -259,6 +248,20 @@ def test_a_killed_run_with_skipped_tiles_resumes_to_the_same_mask(volume: dict, 
     out = tmp_path / "out"
     args = [sys.executable, str(ROOT / "refine.py"), *FAKE, *DASK, *CORNER_PLAN, f"image={img}",
             f"mask={corner['zarr']}", f"out={out}", f"executor.address={cluster}", f"hydra.run.dir={tmp_path / 'run'}"]
+    args, env = _kill_after_first_tile(args, out)   # the driver, mid-run
+    committed = scheduled(out)
+    assert 1 <= len(committed) < 4 and committed <= {0, 1, 4, 5}, committed
+    run = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"8 tile(s) of [32, 64, 64] voxels (halo [0, 64, 64]), 4 skipped (no foreground within their halo), " \
+           f"{len(committed)} already committed; {4 - len(committed)} to refine" in run.stderr, run.stderr[-2000:]
+    assert scheduled(out) == {0, 1, 4, 5}
+    np.testing.assert_array_equal(refined(out), corner["local"])
+
+
+def _kill_after_first_tile(args: list[str], out: Path) -> tuple[list[str], dict]:
+    """Start the run (each editor call slowed a little) and kill its driver as soon as one tile is committed: a run
+    stopped mid-way. Returns the command line and environment it ran with, for the run that resumes it."""
     env = {**os.environ, "WANDB_MODE": "offline", "PROJECT_ROOT": str(ROOT)}
     args = [a.replace("+editor.delay=0", "+editor.delay=0.1") for a in args]
     proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -271,11 +274,4 @@ def test_a_killed_run_with_skipped_tiles_resumes_to_the_same_mask(volume: dict, 
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    committed = scheduled(out)
-    assert 1 <= len(committed) < 4 and committed <= {0, 1, 4, 5}, committed
-    run = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert f"8 tile(s) of [32, 64, 64] voxels (halo [0, 64, 64]), 4 skipped (no foreground within their halo), " \
-           f"{len(committed)} already committed; {4 - len(committed)} to refine" in run.stderr, run.stderr[-2000:]
-    assert scheduled(out) == {0, 1, 4, 5}
-    np.testing.assert_array_equal(refined(out), corner["local"])
+    return args, env
