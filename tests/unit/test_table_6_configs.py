@@ -157,7 +157,7 @@ def test_synthetic_variant_is_the_diadem_one_on_the_presets_shards(name: str,
 
 
 @pytest.mark.parametrize(("table", "preset", "judge"), [
-    (SYNTHETIC_TABLE, PRESET, f"checkpoints/judge_{PRESET}.json"),
+    (SYNTHETIC_TABLE, PRESET, f"checkpoints/refiners/{PRESET}/judge.json"),   # its chosen refiner (plans.json)
     ("table_6_toporefinenet_synthetic_cwmbs_noise", "synthetic_cwmbs_noise",
      "checkpoints/refiners/synthetic_cwmbs_noise/judge.json")])
 def test_synthetic_table_scores_each_variant_in_the_presets_learned_loop(table: str, preset: str, judge: str,
