@@ -332,7 +332,7 @@ def validation_cases(dataset: str, segmenters: Sequence[str], folder: Path, prog
     if val:
         judge = Judge.load(folder / "judge.json" if (folder / "judge.json").exists() else shipped_judge())
         return split, cases, lambda gc: judge, f"the `{val}` split, judged by the refiner's judge"
-    kept = folder / "work" / "held_out_judges"
+    kept = work_dir(folder, dataset, segmenters) / "held_out_judges"
     if all((kept / f"{s}.json").exists() for s in stacks):   # a resumed run: the judges it trained
         held = {s: Judge.load(kept / f"{s}.json") for s in stacks}
     else:
@@ -342,6 +342,18 @@ def validation_cases(dataset: str, segmenters: Sequence[str], folder: Path, prog
         for group, judge in held.items():
             judge.save(kept / f"{group}.json")
     return split, cases, lambda gc: held[gc.group], f"the `{train}` split, leave one stack out"
+
+
+def work_dir(folder: Path, dataset: str, segmenters: Sequence[str]) -> Path:
+    """Where a choose run keeps its finished parts, one folder per (dataset, segmenters, the folder's judge and
+    editor files): a run on other data or with a retrained judge never reads another's F1 back."""
+    import hashlib
+
+    from neurorefiner.inference.init_masks import file_sha256
+
+    files = {n: file_sha256(folder / n) if (folder / n).exists() else None for n in ("judge.json", "editor.ckpt")}
+    blob = json.dumps({"dataset": dataset, "segmenters": list(segmenters), **files}, sort_keys=True)
+    return folder / "work" / f"choose_{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
 
 
 def plan_of(row: Row, folder: Path) -> dict[str, Any]:
@@ -371,7 +383,7 @@ def choose_refiner(dataset: str, folder: str | Path, segmenters: Sequence[str] =
     commit = git_commit()   # before anything is written here (a tracked plans.json rewritten reads as +dirty)
     split, cases, judges, how = validation_cases(dataset, segmenters, folder, progress)
     editors = [None] + ([str(folder / "editor.ckpt")] if (folder / "editor.ckpt").exists() else [])
-    state = folder / "work" / "choose_state.json"
+    state = work_dir(folder, dataset, segmenters) / "choose_state.json"
     state.parent.mkdir(parents=True, exist_ok=True)
     best, rows = choose_policy(cases, judges, editors, progress, state, budget)
     policy = plan_of(best, folder)

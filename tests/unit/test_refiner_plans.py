@@ -133,3 +133,14 @@ def test_choose_takes_the_best_loop_and_a_killed_run_resumes(monkeypatch: pytest
     first = len(calls)
     again, _ = choose_policy(cases, lambda gc: None, [None], progress=False, state=tmp_path / "state.json")
     assert len(calls) == first and again.name == best.name   # every part read back, nothing run again
+
+
+def test_a_choose_run_on_other_segmenters_or_another_judge_keeps_its_own_parts(tmp_path: Path) -> None:
+    """The kept F1 of a run (the resume state) is not read back by a run on other masks or with a retrained judge."""
+    from neurorefiner.adaptation.choose import work_dir
+
+    first = work_dir(tmp_path, "diadem", ["unet3d"])
+    assert work_dir(tmp_path, "diadem", ["unet3d"]) == first
+    assert work_dir(tmp_path, "diadem", ["unet3d", "nnunet_style"]) != first
+    (tmp_path / "judge.json").write_text("{}")
+    assert work_dir(tmp_path, "diadem", ["unet3d"]) != first
