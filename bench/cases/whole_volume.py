@@ -18,7 +18,7 @@ pushes it inward), so the worker's memory is the plan's, whatever the volume.
 ``whole_volume/empty_mask``: what empty space costs. One volume (64 x 1024 x 1024, tiled from a 64 x 512 x 512
 stack; 4 tiles of 64 x 512 x 512, halo 128 in y and x) refined twice in one process, each run the whole command
 with its own 2-worker LocalCluster: with an all-empty mask (timed) and with its mask and the heuristic agents
-(the reference). The ratio is what an empty brain costs against a refined one (issue 67: <= 0.1).
+(the reference). The ratio is what an empty brain costs against a refined one (the target: <= 0.1).
 """
 
 from __future__ import annotations
@@ -161,6 +161,6 @@ CASES = [
     Case(f"whole_volume/empty_mask_{'x'.join(map(str, EMPTY_SHAPE))}", _empty_setup,
          lambda a: _refine(a, "empty", EMPTY_PLAN), reference=lambda a: _refine(a, "dense", EMPTY_PLAN),
          reference_name="same image, its mask, heuristic agents", repeats=1, warmup=False, extra=_empty_figures,
-         notes="executor=dask, 2-worker LocalCluster each run; ratio = all-empty mask / refined mask (issue 67: "
+         notes="executor=dask, 2-worker LocalCluster each run; ratio = all-empty mask / refined mask (target: "
                "<= 0.1)"),
 ]

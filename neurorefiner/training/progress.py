@@ -100,6 +100,6 @@ class SaveOnInterrupt(L.Callback):
         from neurorefiner.io.atomic import atomic_path
 
         with atomic_path(self.path) as tmp:
-            trainer.save_checkpoint(str(tmp), weights_only=False)  # the whole state: weights alone do not resume
+            trainer.save_checkpoint(str(tmp))  # the whole state (optimizer included): weights alone do not resume
         print(f"stopped at step {trainer.global_step}; its state is in {self.path}: the same command resumes "
               "from there", file=sys.stderr)

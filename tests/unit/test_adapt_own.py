@@ -1,4 +1,4 @@
-"""``neurorefiner adapt --dataset own`` as a new user runs it (issue 65, items 7 and 8): a lab's stacks under
+"""``neurorefiner adapt --dataset own`` as a new user runs it: a lab's stacks under
 data/own/ get the shipped DIADEM U-Net's masks (or the masks already made for them), bad input is one line and exit
 2 with nothing left behind, a failed start does not block a retry, a Ctrl-C says where the run stands and the editor
 resumes from its last checkpoint, saying so; ``refiner=adapted`` without a refiner folder is one line.

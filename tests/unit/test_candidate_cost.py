@@ -1,4 +1,4 @@
-"""The candidate search made cheaper at tile scale (issue 67) measures exactly what it measured before: the
+"""The candidate search made cheaper at tile scale measures exactly what it measured before: the
 piece sizes come from the same pass that gives the boxes (no second pass over the region), and the distance
 of a removal's piece (and a join's end) to the tree from a KD-tree built for distances. Each is compared here
 with the computation it replaced, on a mask of a fibre and many specks at all distances, at a spacing whose

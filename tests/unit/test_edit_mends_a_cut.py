@@ -1,4 +1,4 @@
-"""``neurorefiner edit`` with the shipped editor mends a cut it is told about (issue 66): one ball (radius 4.5
+"""``neurorefiner edit`` with the shipped editor mends a cut it is told about: one ball (radius 4.5
 voxels) cut through the real DIADEM OP_1 gold neurite near one of its tips, centred in a 32 x 64 x 64 block, and
 ``Repair break at center-center-center`` on that block. The cut leaves a 34-voxel stub the decoding's shape test
 took for a blob of noise ("nothing to connect: one component at the named place", 0 voxels changed)."""
