@@ -55,7 +55,7 @@ ablations-synthetic: install ## Figure 5 and Table 3 on the SYNTHETIC stand-ins,
 	bash experiments/table_6_toporefinenet/probe_synthetic.sh
 
 docs-tables: install ## rewrite the figure tables of README.md and docs/results.md from the experiments/ CSVs (DOCS_ARGS=--check: only compare)
-	$(BIN)/neurorefiner study doc-tables $(DOCS_ARGS)
+	$(BIN)/neurorefiner make doc-tables $(DOCS_ARGS)
 
 lint: install ## ruff
 	$(BIN)/ruff check .  # package, tests, bench, experiments/, entry points; pyproject excludes data/

@@ -10,16 +10,16 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 NR=".venv/bin/neurorefiner"
-$NR study judge-mine --dataset synthetic_zbfwb --split val --sources gold --augment 3 --limit 2
+$NR make judge-candidates --dataset synthetic_zbfwb --split val --sources gold --augment 3 --limit 2
 for ds in synthetic_cwmbs_noise synthetic_bigneuron synthetic_cwmbs_weak; do
-  $NR study judge-mine --dataset "$ds" --split val --sources gold --augment 2 --limit 3
+  $NR make judge-candidates --dataset "$ds" --split val --sources gold --augment 2 --limit 3
 done
-$NR study judge-mine --dataset diadem --split dev --sources unet3d,nnunet_style --augment 1
+$NR make judge-candidates --dataset diadem --split dev --sources unet3d,nnunet_style --augment 1
 # More gold-derived volumes of the presets that were not being recalibrated (cwmbs_noise / zbfwb were: their
 # val volumes above are the old preset's, left as they were).
 for ds in synthetic_bigneuron synthetic_cwmbs_weak; do
-  $NR study judge-mine --dataset "$ds" --split val --sources gold --augment 2 --limit 4
-  $NR study judge-mine --dataset "$ds" --split train --sources gold --augment 2 --limit 8
+  $NR make judge-candidates --dataset "$ds" --split val --sources gold --augment 2 --limit 4
+  $NR make judge-candidates --dataset "$ds" --split train --sources gold --augment 2 --limit 8
 done
 $NR study judge-transfer --out experiments/judge/join --kinds join --models logistic,lgbm,crop_lgbm \
   --shipped checkpoints/judge.json

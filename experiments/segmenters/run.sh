@@ -26,21 +26,21 @@ tables)
 test)
   $NR study segmenter-rows --dataset diadem --split test --segmenter unet3d=checkpoints/segmenters/unet3d_diadem_cpu.pt \
     --raw --threads 1 --out $OUT ;;
-networks)  # the shipped U-Net's recipe at 256 steps; post-processing of the U-Net chosen on OP_6, not re-chosen
+networks)  # the shipped U-Net's recipe at 256 steps (OP_1-OP_5 train, OP_6 validates); each network's own
+  # post-processing chosen on OP_6, its validation stack, and recorded in its checkpoint before the test rows
   for arch in $ARCHS; do
     ck=checkpoints/runs/segment/$arch/diadem/segmenter.pt patch="[24,128,128]"
     case $arch in unetr|swinunetr) patch="[32,128,128]" ;; esac
     $PY train.py task=segment experiment=segment_diadem_cpu model="$arch" segmentation.data.patch_size="$patch" \
       segmentation.ckpt_dir="$(dirname "$ck")" trainer.max_epochs=8 trainer.check_val_every_n_epoch=2 \
       trainer.enable_progress_bar=false
-    $PY -c "from neurorefiner.inference.segmenter import PostProcess, record_postprocess as r; \
-r('$ck', PostProcess(0.6, 0, 1), 'not chosen for this network: the CPU 3D U-Net setting chosen on DIADEM OP_6')"
+    $NR make postprocess --dataset diadem --split dev --case OP_6 --arch "$arch" --model "$ck" --out $OUT/diadem \
+      --record
     name=$arch; [ "$arch" = unet3d ] && name="unet3d:256steps"  # the shipped U-Net's rows are "unet3d"
     $NR study segmenter-rows --dataset diadem --split test --segmenter "$name=$ck" --raw --no-naive --threads 1 \
       --stem "${arch}_test" --out $OUT/diadem
-    $PY -c "from neurorefiner.training.segmenter import provenance_markdown as p; print(p('$ck', \
-'STEP=networks ARCHS=$arch bash experiments/segmenters/run.sh', '$arch on DIADEM dev (256 steps)'))" \
-      > "$OUT/diadem/${arch}_card.md"
+    $NR make segmenter-card "$ck" --command "STEP=networks ARCHS=$arch bash experiments/segmenters/run.sh" \
+      --title "$arch on DIADEM dev (256 steps)" --out "$OUT/diadem/${arch}_card.md"
   done ;;
 dev)
   $NR study segmenter-rows --dataset diadem --split dev --out $OUT/cv_dev --stem naive_floor_dev ;;

@@ -44,7 +44,7 @@ for p in $PRESETS; do
           $PY train.py experiment="unet3d_${p}_cpu" model="$a" trainer.max_epochs="$EPOCHS" \
             trainer.check_val_every_n_epoch=1 segmentation.ckpt_dir="$run" segmentation.export_path="$ck" ;;
         choose)
-          $NR study choose-postprocess --dataset "$p" --arch "$a" --name "${a}_$TAG" --model "$ck" \
+          $NR make postprocess --dataset "$p" --arch "$a" --name "${a}_$TAG" --model "$ck" \
             --threshold 0.2 --threshold 0.3 --threshold 0.4 --threshold 0.5 --threshold 0.6 --bridge 0 --keep 0 \
             --protocol root_seeded --out "$OUT" --record ;;
         eval)
@@ -52,10 +52,9 @@ for p in $PRESETS; do
           [ -f "$OUT/${p}_test_cases.csv" ] && inc=(--include "$OUT/${p}_test_cases.csv")
           $NR study segmenter-rows --dataset "$p" --split test --segmenter "$a:$TAG=$ck" --no-naive \
             --protocol root_seeded --threads 1 "${inc[@]}" --out "$OUT" --stem "${p}_test" --plot
-          $PY -c "from neurorefiner.training.segmenter import provenance_markdown as p; \
-print(p('$ck', 'ARCHS=$a PRESETS=$p EPOCHS=$EPOCHS STEPS=train bash experiments/segmenters/run_standins_equal_budget.sh', \
-'$a on $p (SYNTHETIC), the stand-in recipe at $TAG'))" > "$OUT/${p}_${a}_${TAG}_card.md.part"
-          mv "$OUT/${p}_${a}_${TAG}_card.md.part" "$OUT/${p}_${a}_${TAG}_card.md" ;;
+          $NR make segmenter-card "$ck" --out "$OUT/${p}_${a}_${TAG}_card.md" \
+            --command "ARCHS=$a PRESETS=$p EPOCHS=$EPOCHS STEPS=train bash experiments/segmenters/run_standins_equal_budget.sh" \
+            --title "$a on $p (SYNTHETIC), the stand-in recipe at $TAG" ;;
       esac
     done
   done

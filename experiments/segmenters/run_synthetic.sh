@@ -10,7 +10,7 @@
 #
 # Training: the preset's train split, its val split picks the checkpoint; gold labels, percentile normalisation,
 # 32x96x96 crops (nnunet_style: 16x64x64), batch 2, 256 steps (8 epochs x 32), one torch thread.
-# choose: threshold x gap bridging on the val split (neurorefiner study choose-postprocess), recorded in the checkpoint.
+# choose: threshold x gap bridging on the val split (neurorefiner make postprocess), recorded in the checkpoint.
 # eval: the test split through the recorded post-processing (and threshold-only masks, --raw) into
 # $TABLES/<preset>_test.md; floor: the naive floor into the same table. Scoring runs outside a per-preset lock;
 # only the merge into the preset's table holds it, so two lanes can score one preset at once.
@@ -80,7 +80,7 @@ score_into_table() {  # score_into_table PRESET ROWS_ARGS...: score into a scrat
 }
 
 run_step() {  # run_step PRESET STEP
-  local preset=$1 ck card
+  local preset=$1 ck
   ck=$(ckpt_of "$preset")
   case $2 in
   train)
@@ -88,7 +88,7 @@ run_step() {  # run_step PRESET STEP
       trainer.max_epochs=8 trainer.check_val_every_n_epoch=2 trainer.enable_progress_bar=false \
       "${ARCH_ARGS[@]}" ;;
   choose)
-    $NR study choose-postprocess --dataset "$preset" --arch "$ARCH" --name "$FILE" --model "$ck" --out "$TABLES" \
+    $NR make postprocess --dataset "$preset" --arch "$ARCH" --name "$FILE" --model "$ck" --out "$TABLES" \
       --record ;;
   eval)
     if [ ! -f "$TABLES/${preset}_${FILE}_postprocess_val.json" ]; then
@@ -98,11 +98,9 @@ run_step() {  # run_step PRESET STEP
     score_into_table "$preset" --segmenter "$NAME=$ck" --raw --no-naive
     run_step "$preset" card ;;
   card)
-    card="$TABLES/${preset}_${FILE}_card.md"  # written whole or not at all
-    $PY -c "from neurorefiner.training.segmenter import provenance_markdown as p; \
-print(p('$ck', '${SEED:+SEED=$SEED }${PRIOR:+PRIOR=$PRIOR }ARCH=$ARCH STEP=train PRESETS=$preset bash experiments/segmenters/run_synthetic.sh', \
-'$NAME${SEED:+ seed $SEED} on $preset (SYNTHETIC), 256 steps'))" > "$card.part"
-    mv "$card.part" "$card" ;;
+    $NR make segmenter-card "$ck" --out "$TABLES/${preset}_${FILE}_card.md" \
+      --command "${SEED:+SEED=$SEED }${PRIOR:+PRIOR=$PRIOR }ARCH=$ARCH STEP=train PRESETS=$preset bash experiments/segmenters/run_synthetic.sh" \
+      --title "$NAME${SEED:+ seed $SEED} on $preset (SYNTHETIC), 256 steps" ;;
   floor)
     # minutes per volume on one thread: the Otsu mask is a noise sponge of ~40% of the volume
     score_into_table "$preset" ;;

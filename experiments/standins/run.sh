@@ -32,12 +32,12 @@ for step in $STEPS; do
       for a in $ARCHS; do for p in $PRESETS; do
         # only settings M_init is made with (every component kept, no gap bridging: refinement starts from the
         # pieces), each scored root-seeded as the tables score it
-        $NR study choose-postprocess --dataset "$p" --arch "$a" --model "checkpoints/segmenters/${a}_${p}_cpu.pt" \
+        $NR make postprocess --dataset "$p" --arch "$a" --model "checkpoints/segmenters/${a}_${p}_cpu.pt" \
           --threshold 0.2 --threshold 0.3 --threshold 0.4 --threshold 0.5 --threshold 0.6 --bridge 0 --keep 0 \
           --protocol root_seeded ${CHOOSE_CASES:+--limit $CHOOSE_CASES} --out "$OUT/postprocess" --record
       done; done ;;
     card)
-      for a in $ARCHS; do $NR study standin-card $PRESETS --arch "$a"; done ;;
+      for a in $ARCHS; do $NR make standin-card $PRESETS --arch "$a"; done ;;
     masks)
       for a in $ARCHS; do for p in $PRESETS; do
         for split in ${MASK_SPLITS:-test val}; do

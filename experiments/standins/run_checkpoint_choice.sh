@@ -9,8 +9,8 @@
 #           not shipped here)
 #   short:  the same recipe cut to 300 steps, learning rate decayed over them
 #           (experiments/segmenters/run_standins_equal_budget.sh, ARCHS=unet3d, its train step)
-#   choose: every candidate present x the stand-ins' threshold grid on the val split (neurorefiner study
-#           choose-postprocess); the winner is copied, its threshold recorded, to
+#   choose: every candidate present x the stand-ins' threshold grid on the val split (neurorefiner make
+#           postprocess); the winner is copied, its threshold recorded, to
 #           checkpoints/runs/segment/unet3d_val_choice/<preset>/segmenter.pt
 #   fresh:  the winner and the shipped checkpoint on the first FRESH_CASES fresh test volumes, root-seeded
 #   table:  $OUT/summary.md (neurorefiner study checkpoint-choice-table)
@@ -49,7 +49,7 @@ for step in $STEPS; do
         for s in outputs/train/checkpoints/runs/segment/"$name"/snapshots/step*.pt; do
           [ -e "$s" ] && models+=(--model "$s")
         done
-        $NR study choose-postprocess --dataset "$p" --arch unet3d --name unet3d_candidates "${models[@]}" \
+        $NR make postprocess --dataset "$p" --arch unet3d --name unet3d_candidates "${models[@]}" \
           --threshold 0.2 --threshold 0.3 --threshold 0.4 --threshold 0.5 --threshold 0.6 --bridge 0 --keep 0 \
           --protocol root_seeded --out "$OUT" --ship-to "$chosen" --record ;;
       fresh)

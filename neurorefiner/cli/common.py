@@ -4,9 +4,11 @@ spacing parsing, progress bars."""
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
+import pkgutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeVar
 
 import typer
@@ -113,3 +115,18 @@ def named_pairs(items: list[str], form: str = "NAME=VALUE") -> dict[str, str]:
             raise InputError(f"each item is {form}, got {item!r}")
         out[name] = value
     return out
+
+
+def command_modules(path: Iterable[str]) -> tuple[str, ...]:
+    """The modules of a command group's folder (``__path__``), sorted: each adds its commands with ``register``."""
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(path) if not m.ispkg))
+
+
+def command_group(package: str, modules: Iterable[str], help: str) -> typer.Typer:
+    """A sub-app (``neurorefiner study``, ``neurorefiner make``) with ``register(app)`` of each of ``package``'s
+    ``modules`` called, in that order. The modules import their work inside the command, so ``--help`` answers
+    at once."""
+    app = typer.Typer(help=help, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+    for name in modules:
+        importlib.import_module(f"{package}.{name}").register(app)
+    return app

@@ -1,7 +1,9 @@
 """The ``neurorefiner`` console command. Each command lives in its own module; heavy imports happen
 inside the command so ``--help`` answers at once. The top level lists what a user runs (segment, refine one
 block, inspect, trace, score, make synthetic data, ship a trained checkpoint); the one-off measurements
-behind experiments/ sit under ``neurorefiner study`` (``neurorefiner.cli.study``)."""
+behind experiments/ sit under ``neurorefiner study`` (``neurorefiner.cli.study``), the maintainers' steps that
+make a shipped artifact (a segmenter's post-processing, cards, the docs' tables) under ``neurorefiner make``
+(``neurorefiner.cli.make``)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from neurorefiner.cli import (
     info,
     init_masks,
     inspect,
+    make,
     refiner_card,
     review,
     score,
@@ -49,6 +52,7 @@ app.command("adapt", help=adapt.__doc__)(adapt.adapt)
 app.command("choose", help=choose.__doc__)(choose.choose)
 app.command("calibrate-judge", help=calibrate_judge.__doc__)(calibrate_judge.calibrate_judge)
 app.command("review", help=review.__doc__)(review.review)
+app.add_typer(make.app, name="make", help=make.app.info.help)
 app.add_typer(study.app, name="study", help=study.app.info.help)
 
 

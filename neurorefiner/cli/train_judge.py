@@ -1,6 +1,6 @@
 """Train the judge of the learned agents on gold (candidates of a segmenter's masks labelled from the gold
 SWC), and write it with its card: from one dataset's masks (JSON, hand features), or from every mined dataset
-(``--table``: candidates mined by ``neurorefiner study judge-mine``, models that may read the image crops)."""
+(``--table``: candidates mined by ``neurorefiner make judge-candidates``, models that may read the image crops)."""
 
 from __future__ import annotations
 
@@ -51,8 +51,9 @@ def train_judge(dataset: str = typer.Option("diadem", "--dataset", help="registr
                                                       help="the longest join looked for, um (default 8; match the "
                                                            "runs' agent.inspector.reach_um)"),
                 table: Path | None = typer.Option(None, "--table",
-                                                  help="mined candidates (neurorefiner study judge-mine): train one "
-                                                       "judge on every dataset there instead (--dataset etc. unused)"),
+                                                  help="mined candidates (neurorefiner make judge-candidates): train "
+                                                       "one judge on every dataset there instead (--dataset etc. "
+                                                       "unused)"),
                 models: str = typer.Option("join=crop_net", "--models",
                                            help="with --table: kind=model per kind (logistic, lgbm, crop_lgbm, "
                                                 "crop_net; unnamed kinds: crop_lgbm)"),

@@ -1,7 +1,7 @@
 """Figure tables in the Markdown docs (README.md, docs/results.md), rendered from the committed table CSVs.
 
 A figure a doc copies by hand drifts from its table file the day the table is rebuilt; a figure block is
-rewritten from the file instead, and ``neurorefiner study doc-tables --check`` (and a unit test) fail while a
+rewritten from the file instead, and ``neurorefiner make doc-tables --check`` (and a unit test) fail while a
 block differs from what its CSV gives. A block is a Markdown table between two comments, which every Markdown
 viewer hides::
 

@@ -1,6 +1,6 @@
 """Score one probability map under many post-processings (threshold, dust removal, largest components),
 mask -> APP2 -> metrics against the gold SWC. Used to choose a segmenter's post-processing on dev data
-(``neurorefiner study choose-postprocess``; experiments/segmenters/cv_dev/ was chosen the same way). Settings
+(``neurorefiner make postprocess``; experiments/segmenters/cv_dev/ was chosen the same way). Settings
 that give the same mask are traced once: APP2 is the slow part, and on DIADEM most filters change nothing."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ class PostProcess:
         (:func:`neurorefiner.postprocessing.gap_bridging.bridge_gaps`, before the component filters; needs the
         voxel spacing); 0 leaves breaks as they are.
     A checkpoint may record the setting chosen for it on validation data (:func:`record_postprocess`,
-    ``neurorefiner study choose-postprocess``); that is then its default. Checkpoints without a record
+    ``neurorefiner make postprocess``); that is then its default. Checkpoints without a record
     get :data:`DEFAULT_POSTPROCESS` (plain threshold 0.5).
     """
 

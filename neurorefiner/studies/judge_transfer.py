@@ -139,7 +139,7 @@ def _met(row: dict) -> str:
 def markdown(rows: list[dict], command: str, when: str, commit: str, counts: dict) -> str:
     lines = ["# The judge, leave one dataset out (SYNTHETIC stand-ins and real DIADEM dev)", "",
              f"Produced by `{command}` on {when} at commit `{commit}`.", "",
-             "Candidates mined by `neurorefiner study judge-mine` (data/cache/judge_candidates/): per dataset and "
+             "Candidates mined by `neurorefiner make judge-candidates` (data/cache/judge_candidates/): per dataset and "
              "kind, labelled candidates (true):", ""]
     lines += [f"- {k}: " + ", ".join(f"{f} {n} ({t})" for f, (n, t) in v.items()) for k, v in counts.items()]
     lines += ["", "Each row: a judge trained on every other dataset, its threshold chosen without the held-out one "

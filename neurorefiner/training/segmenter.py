@@ -182,7 +182,7 @@ def snapshot_callback(seg: DictConfig, ckpt_dir: Path):  # type: ignore[no-untyp
     """Keep the weights every ``segmentation.snapshot_every_n_epochs`` epochs (None: no snapshots). Why: the
     pick during training scores label-centred val crops, and on the SYNTHETIC stand-ins a crop's best checkpoint
     traced the whole val volumes far worse than an earlier one (0.54 vs 0.87 root-seeded F1 on cwmbs_weak);
-    ``neurorefiner study choose-postprocess`` with the snapshots as candidates chooses the checkpoint and its
+    ``neurorefiner make postprocess`` with the snapshots as candidates chooses the checkpoint and its
     threshold together on the whole val volumes, the way the tables trace them."""
     from lightning.pytorch.callbacks import ModelCheckpoint
 

@@ -60,7 +60,7 @@ def test_the_script_refuses_a_misspelt_step_before_training() -> None:
 
 def test_the_script_chooses_among_every_snapshot_with_the_stand_ins_grid() -> None:
     """The choice must be made the way run.sh chooses the shipped threshold (same grid, flags, protocol)."""
-    from neurorefiner.studies.standins import THRESHOLD_GRID
+    from neurorefiner.training.segmenter_cards import THRESHOLD_GRID
 
     script = (ROOT / "experiments" / "standins" / "run_checkpoint_choice.sh").read_text()
     step = script.split("      choose)", 1)[1].split(";;", 1)[0]

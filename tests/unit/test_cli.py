@@ -1,4 +1,5 @@
-"""The console command: --help on every command and study; bad inputs give one line, exit 2, no output file."""
+"""The console command: --help on every command, study and maintainers' step; bad inputs give one line, exit 2, no
+output file."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from neurorefiner.cli.main import app
+from neurorefiner.cli.make import app as make_app
 from neurorefiner.cli.study import app as study_app
 from neurorefiner.io import write_volume
 
@@ -37,10 +39,13 @@ def test_top_level_lists_only_what_a_user_runs() -> None:
     """One-off measurements live under `neurorefiner study`, so the top level stays a short list (train-judge is
     a user's: a lab retrains the learned agents' judge on its own gold; review: a person settles what the
     agents escalated; make-shards: training samples written once before train.py; calibrate-judge: a lab sets the
-    judge's thresholds on its own traced stacks; adapt: a lab fits the editor and judge to its own stacks)."""
+    judge's thresholds on its own traced stacks; adapt: a lab fits the editor and judge to its own stacks). The
+    maintainers' steps that make a shipped artifact (a segmenter's post-processing recorded in its checkpoint,
+    checkpoint cards, the judge's mined candidates, the docs' tables) are one group, `neurorefiner make`: they are
+    not studies (a study only reads) and not what a user runs, so they get a group rather than top-level names."""
     assert _names(app) == {"info", "synth", "trace", "score", "segment", "init-masks", "make-shards", "edit",
                            "inspect", "refiner-card", "train-judge", "adapt", "choose", "calibrate-judge", "review",
-                           "study"}
+                           "make", "study"}
 
 
 def test_every_study_module_is_registered() -> None:
@@ -60,6 +65,28 @@ def test_study_help(command: str) -> None:
     result = runner.invoke(app, ["study", command, "--help"])
     assert result.exit_code == 0, result.output
     assert "Usage" in result.output
+
+
+def test_every_make_module_is_registered() -> None:
+    """A maintainers' step is one module in neurorefiner/cli/make/, found by its place there, as a study's is."""
+    from neurorefiner.cli import make
+
+    modules = {p.stem for p in Path(make.__file__).parent.glob("*.py") if p.stem != "__init__"}
+    assert modules == set(make.COMMANDS)
+    assert _names(make_app) == {"postprocess", "segmenter-card", "standin-card", "judge-candidates", "doc-tables"}
+
+
+@pytest.mark.parametrize("command", sorted(_names(make_app)))
+def test_make_help(command: str) -> None:
+    result = runner.invoke(app, ["make", command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.output
+
+
+@pytest.mark.parametrize("command", ["choose-postprocess", "judge-mine", "standin-card", "doc-tables"])
+def test_a_step_that_makes_a_shipped_artifact_is_no_study(command: str) -> None:
+    """Studies only read (../shared/DESIGN.md): these moved to `neurorefiner make`."""
+    assert command not in _names(study_app)
 
 
 def test_info_on_diadem() -> None:

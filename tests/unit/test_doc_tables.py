@@ -1,5 +1,5 @@
 """The figure tables of README.md and docs/results.md are written from the committed table CSVs
-(``neurorefiner study doc-tables``), never typed in: a block renders as its table's own Markdown file prints the
+(``neurorefiner make doc-tables``), never typed in: a block renders as its table's own Markdown file prints the
 figures, a block that differs from its CSV is caught, and the real docs hold no stale block."""
 
 from __future__ import annotations
@@ -59,11 +59,11 @@ def test_a_block_that_differs_from_its_csv_is_found_and_rewritten(tmp_path: Path
 def test_the_command_checks_and_rewrites(tmp_path: Path) -> None:
     doc = _doc(tmp_path, FRESH.replace("31.40", "31.39"))
     runner = CliRunner()
-    checked = runner.invoke(app, ["study", "doc-tables", "--check", "--root", str(tmp_path), str(doc)])
+    checked = runner.invoke(app, ["make", "doc-tables", "--check", "--root", str(tmp_path), str(doc)])
     assert checked.exit_code == 1 and "doc.md:5 (t.csv)" in checked.output
     assert "31.39" in doc.read_text()  # --check writes nothing
-    assert runner.invoke(app, ["study", "doc-tables", "--root", str(tmp_path), str(doc)]).exit_code == 0
-    assert runner.invoke(app, ["study", "doc-tables", "--check", "--root", str(tmp_path), str(doc)]).exit_code == 0
+    assert runner.invoke(app, ["make", "doc-tables", "--root", str(tmp_path), str(doc)]).exit_code == 0
+    assert runner.invoke(app, ["make", "doc-tables", "--check", "--root", str(tmp_path), str(doc)]).exit_code == 0
 
 
 @pytest.mark.parametrize("spec", ["t.csv cols=nope", "t.csv rows=9", "t.csv rows=x:1", "t.csv mean=nope",
@@ -95,7 +95,7 @@ def test_the_docs_figure_tables_match_their_table_files() -> None:
     """README.md and docs/results.md: every block as its CSV gives it (run `make docs-tables` after a table is
     rebuilt), and the README's headline table is one of them."""
     stale = stale_blocks(ROOT)
-    assert not stale, "stale figure blocks (run `neurorefiner study doc-tables`): " + ", ".join(
+    assert not stale, "stale figure blocks (run `neurorefiner make doc-tables`): " + ", ".join(
         b.where(ROOT) for b in stale)
     readme = blocks(ROOT / DOCS[0], ROOT)
     assert any(b.spec.csv == "experiments/table_diadem/table_diadem.csv" for b in readme)

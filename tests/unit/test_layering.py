@@ -18,6 +18,7 @@ module over 600 in the package (split by job, into named steps), with a short al
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,16 @@ def test_no_python_under_experiments() -> None:
     """experiments/<study>/ holds a run.sh of CLI lines, a README and what it produced; code goes in the package."""
     found = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "experiments").rglob("*.py"))
     assert not found, f"Python under experiments/ (move it into neurorefiner/studies/ + a cli/study command): {found}"
+
+
+def test_no_inline_python_in_experiments_scripts() -> None:
+    """A ``python -c "..."`` in a run script is package logic kept out of the package (a card, a hand-set
+    post-processing): it belongs in a command (``neurorefiner make segmenter-card``, ``neurorefiner make
+    postprocess --record``)."""
+    inline = re.compile(r"(python3?|\$PY|\$\{PY\})\s+-c\b")
+    found = sorted(f"{p.relative_to(ROOT)}:{i}" for p in (ROOT / "experiments").rglob("*.sh")
+                   for i, line in enumerate(p.read_text().splitlines(), 1) if inline.search(line))
+    assert not found, f"inline Python in experiments scripts (make it a neurorefiner command): {found}"
 
 
 def _modules_named(path: Path) -> set[str]:

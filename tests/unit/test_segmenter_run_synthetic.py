@@ -34,12 +34,17 @@ def test_an_unknown_network_is_refused():
     assert done.returncode == 2 and "ARCH=resnet: not a segmenter" in done.stderr
 
 
+# what `neurorefiner make segmenter-card CK --out CARD ...` leaves: the card
+WRITE_CARD = ('args=("$@"); if [ "$1 $2" = "make segmenter-card" ]; then for i in "${!args[@]}"; do '
+              '[ "${args[$i]}" = --out ] && echo card > "${args[$((i + 1))]}"; done; fi; true')
+
+
 def _stub(tmp_path: Path, body: str = "") -> tuple[Path, Path]:
     """A stand-in for the Python interpreter and the neurorefiner command that logs each call's arguments
-    (one line per call)."""
+    (one line per call) and writes the card a card command names."""
     log = tmp_path / "calls.txt"
     stub = tmp_path / "py"
-    stub.write_text(f'#!/usr/bin/env bash\necho "$*" >> {log}\n{body}\n')
+    stub.write_text(f'#!/usr/bin/env bash\necho "$*" >> {log}\n{WRITE_CARD}\n{body}\n')
     stub.chmod(0o755)
     return stub, log
 
@@ -81,8 +86,8 @@ def test_a_list_of_steps_runs_in_order_per_preset(tmp_path):
     done = _run("vnet", "train choose", py=str(stub), presets="synthetic_cwmbs_weak synthetic_zbfwb")
     assert done.returncode == 0, done.stderr
     calls = log.read_text().splitlines()
-    scripts = [" ".join(c.split()[:2]) if c.startswith("study ") else c.split()[0] for c in calls]
-    assert scripts == ["train.py", "study choose-postprocess"] * 2
+    scripts = [" ".join(c.split()[:2]) if c.startswith(("study ", "make ")) else c.split()[0] for c in calls]
+    assert scripts == ["train.py", "make postprocess"] * 2
     assert "dataset=synthetic_cwmbs_weak" in calls[0] and "--dataset synthetic_zbfwb" in calls[3]
     assert "model=vnet" in calls[0]
 
@@ -92,7 +97,7 @@ def test_the_prior_variant_trains_with_the_prior_and_keeps_its_own_files(tmp_pat
     and card nor merge its rows under the plain network's label."""
     tables = tmp_path / "tables"
     tables.mkdir()
-    stub, log = _stub(tmp_path, f'case "$*" in "study choose-postprocess"*) echo {{}} > '
+    stub, log = _stub(tmp_path, f'case "$*" in "make postprocess"*) echo {{}} > '
                                 f'{tables}/synthetic_x_gbpnet_style_prior_postprocess_val.json ;; esac')
     env = {**os.environ, "ARCH": "gbpnet_style", "PRIOR": "0.02", "STEP": "train choose eval",
            "PRESETS": "synthetic_x", "PY": str(stub), "NR": str(stub), "TABLES": str(tables)}
@@ -103,7 +108,7 @@ def test_the_prior_variant_trains_with_the_prior_and_keeps_its_own_files(tmp_pat
     train = next(c for c in calls if c.startswith("train.py"))
     assert "model=gbpnet_style" in train and "segmentation.module.foreground_prior=0.02" in train
     assert f"segmentation.ckpt_dir={Path(ck).parent}" in train
-    choose = next(c for c in calls if c.startswith("study choose-postprocess"))
+    choose = next(c for c in calls if c.startswith("make postprocess"))
     assert "--arch gbpnet_style --name gbpnet_style_prior" in choose and f"--model {ck}" in choose
     assert f"--out {tables}" in choose
     score = next(c for c in calls if c.startswith("study segmenter-rows") and "--segmenter" in c)

@@ -1,16 +1,15 @@
 """The stand-ins' calibration table is built from evaluate.py rows, labelled SYNTHETIC, and refuses an empty
-rows folder with one clear line."""
+rows folder with one clear line. (The stand-ins' cards: test_segmenter_cards.py.)"""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 
 from neurorefiner.errors import InputError
-from neurorefiner.studies.standins import THRESHOLD_GRID, standins_table, write_standin_card
+from neurorefiner.studies.standins import standins_table
 
 
 def _row(folder: Path, case: str, protocol: str, f1: float, segmenter: str = "unet3d") -> None:
@@ -66,18 +65,3 @@ def test_nnunet_style_rows_get_their_own_line(tmp_path: Path) -> None:
          segmenter="nnunet_style")
     lines = [x for x in standins_table(rows, tmp_path / "out").splitlines() if x.startswith("| synthetic_bigneuron")]
     assert len(lines) == 2 and "nnU-Net-style" in lines[1] and "| 80.00 |" in lines[1]
-
-
-def test_a_card_for_an_unknown_or_untrained_segmenter_is_one_clear_error() -> None:
-    with pytest.raises(InputError, match="no stand-in segmenter 'swinunetr'"):
-        write_standin_card("synthetic_cwmbs_weak", "swinunetr")
-    with pytest.raises(InputError, match="train it: python train.py experiment=nnunet_style_synthetic_nope_cpu"):
-        write_standin_card("synthetic_nope", "nnunet_style")
-
-
-def test_the_cards_cite_the_grid_and_flags_run_sh_chooses_with() -> None:
-    """A card's choose-postprocess line must be the one run.sh ran (it cited a 0.1 threshold run.sh never tried)."""
-    choose = Path(__file__).resolve().parents[2] / "experiments" / "standins" / "run.sh"
-    step = choose.read_text().split("    choose)", 1)[1].split(";;", 1)[0]
-    assert tuple(float(t) for t in re.findall(r"--threshold (\S+)", step)) == THRESHOLD_GRID
-    assert "--bridge 0 --keep 0" in step and "--protocol root_seeded" in step

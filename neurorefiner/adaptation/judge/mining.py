@@ -235,7 +235,7 @@ def load_table(root: Path, kind: str, datasets: Sequence[str] | None = None) -> 
     if datasets:
         files = [f for f in files if f.parent.parent.name in set(datasets)]
     if not files:
-        raise InputError(f"{root}: no mined candidates (run `neurorefiner study judge-mine` first)")
+        raise InputError(f"{root}: no mined candidates (run `neurorefiner make judge-candidates` first)")
     xs, ys, cs, ds, gs, ss, vs = [], [], [], [], [], [], []
     want = feature_names(kind)
     for f in files:

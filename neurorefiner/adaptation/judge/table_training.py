@@ -32,7 +32,7 @@ def train_table_judge(root: str | Path, out: str | Path, models: dict[str, str],
             thresholds[kind] = 1.1
             continue
         boosters[kind], thresholds[kind] = model, float(thr)
-    meta = {"trained_on": "mined candidates (neurorefiner study judge-mine)", "root": str(root),
+    meta = {"trained_on": "mined candidates (neurorefiner make judge-candidates)", "root": str(root),
             "models": dict(models), "labelled": labelled, "commit": git_commit(), "command": command,
             "epochs": epochs}
     judge = Judge(boosters, thresholds, prior, meta)

@@ -1,6 +1,7 @@
-"""The judge's data and its transfer: mine labelled candidates with their crops (``judge-mine``), score every
-judge model type leave one dataset out (``judge-transfer``), and measure how many gold-vetted breaks the
-candidate search reaches (``candidate-recall``)."""
+"""The judge's transfer and audits, on the candidates ``neurorefiner make judge-candidates`` mined: score every
+judge model type leave one dataset out (``judge-transfer``), measure how many gold-vetted breaks the candidate
+search reaches (``candidate-recall``), audit the Validator (``validator-audit``) and the held-out judge on DIADEM
+dev (``judge-dev``)."""
 
 from __future__ import annotations
 
@@ -9,27 +10,7 @@ from pathlib import Path
 import typer
 
 from neurorefiner.cli.common import friendly_errors, is_tty, writes
-
-DEFAULT_ROOT = Path("data/cache/judge_candidates")
-
-
-@friendly_errors
-@writes(root="folder")
-def judge_mine(dataset: str = typer.Option(..., "--dataset", help="registry name: diadem, synthetic_..."),
-               split: str = typer.Option("dev", "--split", help="dev / train / val (never test)"),
-               sources: str = typer.Option("unet3d,nnunet_style", "--sources",
-                                           help="comma-separated mask sources: segmenter names, or gold (a "
-                                                "synthetic volume's rendered gold mask, defect-cut copies only)"),
-               augment: int = typer.Option(2, "--augment", min=0, help="defect-cut copies of each mask"),
-               limit: int | None = typer.Option(None, "--limit", help="first N cases only"),
-               jobs: int = typer.Option(1, "--jobs", min=1, help="cases mined in parallel processes"),
-               root: Path = typer.Option(DEFAULT_ROOT, "--root", help="where the mined tables go")) -> None:
-    """Mine labelled candidates (features, gold label, image+mask crop) of a dataset split."""
-    from neurorefiner.adaptation.judge.mining import MineSettings, mine
-
-    files = mine(dataset, split, [s for s in sources.split(",") if s], root, MineSettings(augment=augment), limit,
-                 progress=is_tty(), jobs=jobs)
-    typer.echo(f"{len(files)} files under {root / dataset / split}")
+from neurorefiner.cli.make.judge_candidates import DEFAULT_ROOT
 
 
 @friendly_errors
@@ -124,7 +105,6 @@ def judge_dev(root: Path = typer.Option(DEFAULT_ROOT, "--root", help="mined cand
 
 def register(app: typer.Typer) -> None:
     """Add this study's commands to the ``neurorefiner study`` sub-app."""
-    app.command("judge-mine", help=judge_mine.__doc__)(judge_mine)
     app.command("judge-transfer", help=judge_transfer.__doc__)(judge_transfer)
     app.command("candidate-recall", help=candidate_recall.__doc__)(candidate_recall)
     app.command("validator-audit", help=validator_audit.__doc__)(validator_audit)

@@ -1,4 +1,4 @@
-"""The SYNTHETIC stand-ins' calibration table and the cards of their shipped U-Nets."""
+"""The SYNTHETIC stand-ins' tables: the calibration table, the equal-budget segmenters, the checkpoint choice."""
 
 from __future__ import annotations
 
@@ -19,16 +19,6 @@ def standins_table(rows: Path = typer.Option(..., "--rows", help="folder of eval
     from neurorefiner.studies.standins import standins_table as run
 
     typer.echo(run(rows, out, fresh_seed), nl=False)
-
-
-@friendly_errors
-def standin_card(presets: list[str] = typer.Argument(..., help="synthetic_cwmbs_weak ..."),
-                 arch: str = typer.Option("unet3d", "--arch", help="unet3d | nnunet_style")) -> None:
-    """Write the card of each preset's shipped stand-in segmenter from its checkpoint's metadata."""
-    from neurorefiner.studies.standins import write_standin_card
-
-    for preset in presets:
-        typer.echo(write_standin_card(preset, arch))
 
 
 @friendly_errors
@@ -55,6 +45,5 @@ def checkpoint_choice_table(folder: Path = typer.Option(..., "--folder", help="r
 def register(app: typer.Typer) -> None:
     """Add this study to the ``neurorefiner study`` sub-app."""
     app.command("standins-table", help=standins_table.__doc__)(standins_table)
-    app.command("standin-card", help=standin_card.__doc__)(standin_card)
     app.command("equal-budget-table", help=equal_budget_table.__doc__)(equal_budget_table)
     app.command("checkpoint-choice-table", help=checkpoint_choice_table.__doc__)(checkpoint_choice_table)

@@ -1,14 +1,16 @@
-"""The synthetic presets' post-processing chooser (neurorefiner.studies.choose_postprocess, `neurorefiner
-study choose-postprocess`) follows the rule in its doc (postprocessing.choose.choose_setting, shared with the DIADEM
-cross-validation): best mean F1, within 0.01 the lower SSD, then no bridging, then 0.5."""
+"""A segmenter's post-processing chooser (neurorefiner.adaptation.segmenter_postprocess, `neurorefiner make
+postprocess`: a step of making a segmenter, not a study) follows the rule in its doc (postprocessing.choose.
+choose_setting, shared with the DIADEM cross-validation): best mean F1, within 0.01 the lower SSD, then no bridging,
+then 0.5; on a preset's val split or named validation cases of a split without one (DIADEM OP_6), never test."""
 
 from __future__ import annotations
 
 import pytest
 from typer.testing import CliRunner
 
-import neurorefiner.studies.choose_postprocess as cp
+import neurorefiner.adaptation.segmenter_postprocess as cp
 from neurorefiner.cli.main import app
+from neurorefiner.errors import InputError
 from neurorefiner.postprocessing.choose import choose_setting
 
 
@@ -48,12 +50,12 @@ def test_the_markdown_names_the_choice_and_the_command():
     summary = cp.summarise([_row("v", 0.5, 3.0, 0.60, 10.0), _row("v", 0.6, 0.0, 0.40, 10.0)])
     text = cp.markdown("vnet_prior", "synthetic_x", "ck.pt", 1, summary, choose_setting(summary))
     assert "**Chosen: threshold 0.5, gap bridging 3 um, keep largest** (F1 0.600, SSD 10.00)" in text
-    assert "Command: `neurorefiner study choose-postprocess`" in text
+    assert "Command: `neurorefiner make postprocess`" in text
     assert text.count("\n| 0.") == 2
 
 
 def test_a_missing_checkpoint_is_a_one_line_error(tmp_path):
-    done = CliRunner().invoke(app, ["study", "choose-postprocess", "--dataset", "synthetic_zbfwb", "--arch", "vnet",
+    done = CliRunner().invoke(app, ["make", "postprocess", "--dataset", "synthetic_zbfwb", "--arch", "vnet",
                                     "--model", str(tmp_path / "none.pt"), "--out", str(tmp_path)])
     assert done.exit_code == 2 and "checkpoint not found" in done.output
 
@@ -61,7 +63,7 @@ def test_a_missing_checkpoint_is_a_one_line_error(tmp_path):
 def test_a_split_the_dataset_lacks_is_a_one_line_error(tmp_path):
     model = tmp_path / "ck.pt"
     model.write_bytes(b"")
-    done = CliRunner().invoke(app, ["study", "choose-postprocess", "--dataset", "diadem", "--arch", "vnet", "--model",
+    done = CliRunner().invoke(app, ["make", "postprocess", "--dataset", "diadem", "--arch", "vnet", "--model",
                                     str(model), "--out", str(tmp_path)])
     assert done.exit_code == 2 and "has splits" in done.output and "Traceback" not in done.output
 
@@ -96,14 +98,13 @@ def test_several_checkpoints_are_chosen_with_their_threshold_and_the_winner_ship
 
     import neurorefiner.inference.segmenter as inference
     import neurorefiner.postprocessing.choose as choose
-    import neurorefiner.studies.segmenter_rows as rows
     from neurorefiner.models.segmenters import build_segmenter
 
     net = build_segmenter("unet3d", features=(4, 8, 16))
     cfg = {"_target_": "neurorefiner.models.segmenters.unet3d.UNet3D", "features": [4, 8, 16]}
     early, late = (inference.export_segmenter(net, cfg, tmp_path / f"step{s:06d}.pt", (8, 16, 16),
                                               meta={"global_step": s}) for s in (300, 1800))
-    monkeypatch.setattr(rows, "dataset_cases", lambda dataset, split: [_Case("val_000"), _Case("val_001")])
+    monkeypatch.setattr(cp, "validation_cases", lambda *a: [_Case("val_000"), _Case("val_001")])
     # the 300-step snapshot traces best at threshold 0.2, the 1800-step one is best (but worse) at 0.5
     monkeypatch.setattr(inference, "segment_array", lambda seg, image, **kw: (None, np.full(
         (1,), float(seg.meta["global_step"]))))
@@ -131,7 +132,7 @@ def test_several_checkpoints_are_chosen_with_their_threshold_and_the_winner_ship
 def test_a_missing_candidate_fails_before_any_scoring(tmp_path):
     model = tmp_path / "ck.pt"
     model.write_bytes(b"")
-    done = CliRunner().invoke(app, ["study", "choose-postprocess", "--dataset", "synthetic_zbfwb", "--arch", "unet3d",
+    done = CliRunner().invoke(app, ["make", "postprocess", "--dataset", "synthetic_zbfwb", "--arch", "unet3d",
                                     "--model", str(model), "--model", str(tmp_path / "none.pt"), "--out",
                                     str(tmp_path)])
     assert done.exit_code == 2 and "none.pt" in done.output and "checkpoint not found" in done.output
@@ -148,6 +149,31 @@ def test_candidates_can_be_named_and_names_must_differ(tmp_path):
     assert cp.candidate_names([Path("a/s.pt"), Path("b/s.pt")]) == ["a/s.pt", "b/s.pt"]
     model = tmp_path / "ck.pt"
     model.write_bytes(b"")
-    done = CliRunner().invoke(app, ["study", "choose-postprocess", "--dataset", "synthetic_zbfwb", "--arch", "unet3d",
+    done = CliRunner().invoke(app, ["make", "postprocess", "--dataset", "synthetic_zbfwb", "--arch", "unet3d",
                                     "--model", f"a={model}", "--model", f"a={model}", "--out", str(tmp_path)])
     assert done.exit_code == 2 and "share a name" in done.output, done.output
+
+
+def test_help_names_the_validation_cases() -> None:
+    done = CliRunner().invoke(app, ["make", "postprocess", "--help"])
+    assert done.exit_code == 0 and "--case" in done.output and "--record" in done.output
+
+
+def test_diadem_is_chosen_on_its_named_dev_stack_never_on_test() -> None:
+    """DIADEM has no val split: a network trained by segment_diadem_cpu is validated on OP_6, so its
+    post-processing is chosen there (experiments/segmenters/run.sh, STEP=networks); a test split is refused and a
+    case the split lacks is one clear error."""
+    assert [c.name for c in cp.validation_cases("diadem", "dev", ["OP_6"])] == ["OP_6"]
+    assert cp.cases_phrase("dev", ["OP_6"]) == "dev split: OP_6" and cp.cases_phrase("val") == "val split"
+    with pytest.raises(InputError, match="never on a test split"):
+        cp.validation_cases("diadem", "test")
+    with pytest.raises(InputError, match="no case OP_7 in its dev split"):
+        cp.validation_cases("diadem", "dev", ["OP_7"])
+
+
+def test_a_real_markdown_says_synthetic_only_for_synthetic_data() -> None:
+    summary = cp.summarise([_row("v", 0.6, 0.0, 0.70, 10.0)])
+    text = cp.markdown("vnet", "diadem", "ck.pt", 1, summary, choose_setting(summary), on="dev split: OP_6",
+                       synthetic=False)
+    assert text.startswith("# vnet on diadem: post-processing chosen on the dev split: OP_6")
+    assert "SYNTHETIC" not in text and "1 volumes of the dev split: OP_6" in text

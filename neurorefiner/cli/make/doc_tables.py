@@ -28,7 +28,7 @@ def doc_tables(docs: list[Path] | None = typer.Argument(None, help="Markdown fil
         for block in stale:
             typer.echo(f"stale: {block.where(base)}")
         if stale:
-            typer.echo("rewrite them with: neurorefiner study doc-tables", err=True)
+            typer.echo("rewrite them with: neurorefiner make doc-tables", err=True)
             raise typer.Exit(1)
         typer.echo("every figure block matches its table file")
         return
@@ -37,5 +37,5 @@ def doc_tables(docs: list[Path] | None = typer.Argument(None, help="Markdown fil
 
 
 def register(app: typer.Typer) -> None:
-    """Add this command to the ``neurorefiner study`` sub-app."""
+    """Add this command to the ``neurorefiner make`` sub-app."""
     app.command("doc-tables", help=__doc__)(doc_tables)
