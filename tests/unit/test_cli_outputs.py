@@ -19,7 +19,6 @@ from neurorefiner.cli.main import app
 # commands that take no output path: they print, or write only the project's own fixed files
 NO_OUTPUT_PATH = {"info", "score", "inspect", "make standin-card", "study equal-budget-table",
                   "study checkpoint-choice-table", "study training-figures",
-                  "study width-speed", "study declined-retries", "study tree-gain",
                   "study loss-probe-table",  # writes summary.md into the --results folder it reads
                   "make doc-tables"}  # rewrites, in place, the Markdown files it reads
 # how an output option is spelled; an option of these names that a command does not declare fails the test
