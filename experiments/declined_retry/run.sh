@@ -18,7 +18,7 @@ for preset in ${PRESETS:-bigneuron zbfwb cwmbs_noise}; do
     name=${preset}_val_retry_declined_${setting}
     python evaluate.py experiment="${experiment[$preset]}" "${common[@]}" \
       method_registry.neurorefiner.loop.retry_declined=$setting out_dir=$out/$name
-    neurorefiner study rows-table "$out/$name" --split val --method initial --method neurorefiner \
+    neurorefiner make rows-table "$out/$name" --split val --method initial --method neurorefiner \
       --title "loop.retry_declined=$setting on SYNTHETIC $preset val" --command "experiments/declined_retry/run.sh" \
       --target "experiments/declined_retry/$name.md"
   done
@@ -34,7 +34,7 @@ if [[ " ${PRESETS:-} " == *" bigneuron_fresh "* ]]; then
     name=bigneuron_fresh_retry_declined_${setting}
     python evaluate.py experiment=table_2_synthetic_bigneuron "${fresh[@]}" \
       method_registry.neurorefiner.loop.retry_declined=$setting out_dir=$out/$name
-    neurorefiner study rows-table "$out/$name" --split test --method initial --method neurorefiner \
+    neurorefiner make rows-table "$out/$name" --split test --method initial --method neurorefiner \
       --title "loop.retry_declined=$setting on SYNTHETIC bigneuron, fresh renders (seed 2032)" \
       --command "PRESETS=bigneuron_fresh experiments/declined_retry/run.sh" \
       --target "experiments/declined_retry/$name.md"

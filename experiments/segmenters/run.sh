@@ -21,10 +21,10 @@ case $STEP in
 tables)
   inc=(--include $OUT/diadem_test_cases.csv)
   for arch in $ARCHS; do inc+=(--include "$OUT/diadem/${arch}_test_cases.csv"); done
-  $NR study segmenter-rows --dataset diadem --split test --no-naive --plot "${inc[@]}" --stem diadem_test_all --out $OUT
-  $NR study segmenter-summary --tables $OUT ;;
+  $NR make segmenter-rows --dataset diadem --split test --no-naive --plot "${inc[@]}" --stem diadem_test_all --out $OUT
+  $NR make segmenter-summary --tables $OUT ;;
 test)
-  $NR study segmenter-rows --dataset diadem --split test --segmenter unet3d=checkpoints/segmenters/unet3d_diadem_cpu.pt \
+  $NR make segmenter-rows --dataset diadem --split test --segmenter unet3d=checkpoints/segmenters/unet3d_diadem_cpu.pt \
     --raw --threads 1 --out $OUT ;;
 networks)  # the shipped U-Net's recipe at 256 steps (OP_1-OP_5 train, OP_6 validates); each network's own
   # post-processing chosen on OP_6, its validation stack, and recorded in its checkpoint before the test rows
@@ -37,12 +37,12 @@ networks)  # the shipped U-Net's recipe at 256 steps (OP_1-OP_5 train, OP_6 vali
     $NR make postprocess --dataset diadem --split dev --case OP_6 --arch "$arch" --model "$ck" --out $OUT/diadem \
       --record
     name=$arch; [ "$arch" = unet3d ] && name="unet3d:256steps"  # the shipped U-Net's rows are "unet3d"
-    $NR study segmenter-rows --dataset diadem --split test --segmenter "$name=$ck" --raw --no-naive --threads 1 \
+    $NR make segmenter-rows --dataset diadem --split test --segmenter "$name=$ck" --raw --no-naive --threads 1 \
       --stem "${arch}_test" --out $OUT/diadem
     $NR make segmenter-card "$ck" --command "STEP=networks ARCHS=$arch bash experiments/segmenters/run.sh" \
       --title "$arch on DIADEM dev (256 steps)" --out "$OUT/diadem/${arch}_card.md"
   done ;;
 dev)
-  $NR study segmenter-rows --dataset diadem --split dev --out $OUT/cv_dev --stem naive_floor_dev ;;
+  $NR make segmenter-rows --dataset diadem --split dev --out $OUT/cv_dev --stem naive_floor_dev ;;
 *) echo "unknown STEP=$STEP (tables, test, networks, dev)" >&2; exit 2 ;;
 esac

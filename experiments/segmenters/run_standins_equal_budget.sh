@@ -50,7 +50,7 @@ for p in $PRESETS; do
         eval)
           inc=()
           [ -f "$OUT/${p}_test_cases.csv" ] && inc=(--include "$OUT/${p}_test_cases.csv")
-          $NR study segmenter-rows --dataset "$p" --split test --segmenter "$a:$TAG=$ck" --no-naive \
+          $NR make segmenter-rows --dataset "$p" --split test --segmenter "$a:$TAG=$ck" --no-naive \
             --protocol root_seeded --threads 1 "${inc[@]}" --out "$OUT" --stem "${p}_test" --plot
           $NR make segmenter-card "$ck" --out "$OUT/${p}_${a}_${TAG}_card.md" \
             --command "ARCHS=$a PRESETS=$p EPOCHS=$EPOCHS STEPS=train bash experiments/segmenters/run_standins_equal_budget.sh" \

@@ -62,7 +62,7 @@ merge_into_table() {  # merge_into_table PRESET ROWS_CSV: under the preset's loc
   (
     flock 9
     inc=(); [ -f "$TABLES/$1_test_cases.csv" ] && inc=(--include "$TABLES/$1_test_cases.csv")
-    $NR study segmenter-rows --dataset "$1" --split test --no-naive --include "$2" "${inc[@]}" --out "$TABLES"
+    $NR make segmenter-rows --dataset "$1" --split test --no-naive --include "$2" "${inc[@]}" --out "$TABLES"
   ) 9>"$(lock_of "$1")"
 }
 
@@ -73,7 +73,7 @@ score_into_table() {  # score_into_table PRESET ROWS_ARGS...: score into a scrat
   local preset=$1
   shift
   SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/run_synthetic.XXXXXX")
-  OMP_NUM_THREADS=1 $NR study segmenter-rows --dataset "$preset" --split test "$@" --threads 1 --out "$SCRATCH" --stem rows
+  OMP_NUM_THREADS=1 $NR make segmenter-rows --dataset "$preset" --split test "$@" --threads 1 --out "$SCRATCH" --stem rows
   merge_into_table "$preset" "$SCRATCH/rows_cases.csv"
   rm -rf "$SCRATCH"
   SCRATCH=""

@@ -14,7 +14,7 @@ want val && for run in checked:agent.inspector.join_piece_min_signal=0.6 off:age
            skip_small_tree:agent.inspector.join_piece_skip_small_tree=true; do
   name=zbfwb_val_${run%%:*}
   python evaluate.py experiment=table_2_synthetic_zbfwb split=val "${common[@]}" "${run#*:}" out_dir=$out/$name
-  neurorefiner study rows-table "$out/$name" --split val --method initial --method neurorefiner \
+  neurorefiner make rows-table "$out/$name" --split val --method initial --method neurorefiner \
     --title "soma piece check: $name (${run#*:})" --command "experiments/soma_piece_check/run.sh" \
     --target "experiments/soma_piece_check/$name.md"
 done
@@ -26,7 +26,7 @@ fresh=("dataset.seed=2031" "dataset.root=data/cache/synth/synthetic_zbfwb_fresh2
 want fresh && for run in checked:agent.inspector.join_piece_min_signal=0.6 skip_small_tree:agent.inspector.join_piece_skip_small_tree=true; do
   name=zbfwb_fresh_${run%%:*}
   python evaluate.py experiment=table_2_synthetic_zbfwb "${fresh[@]}" "${common[@]}" "${run#*:}" out_dir=$out/$name
-  neurorefiner study rows-table "$out/$name" --split test --method initial --method neurorefiner \
+  neurorefiner make rows-table "$out/$name" --split test --method initial --method neurorefiner \
     --title "soma piece check: $name (${run#*:}; fresh renders, seed 2031)" --command "experiments/soma_piece_check/run.sh" \
     --target "experiments/soma_piece_check/$name.md"
 done

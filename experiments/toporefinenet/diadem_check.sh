@@ -19,7 +19,7 @@ for seg in unet3d nnunet_style; do
     "+method_registry.$NAME.editor_overrides={checkpoint:'$CANDIDATE'}" \
     out_dir="$OUT" figures=false save_masks=false progress=false
 done
-.venv/bin/neurorefiner study rows-table "$OUT" --split test \
+.venv/bin/neurorefiner make rows-table "$OUT" --split test \
   --method "initial=initial masks" --method "neurorefiner=shipped editor (the default)" --method "$NAME=$LABEL" \
   --title "Ship check on DIADEM test (real data, held out): $NAME" \
   --command "CANDIDATE=$CANDIDATE NAME=$NAME bash experiments/toporefinenet/diadem_check.sh" \

@@ -46,7 +46,7 @@ neurorefiner train-judge --dataset synthetic_cwmbs_noise --split train --segment
 python evaluate.py experiment=table_1_synthetic_cwmbs_noise split=val "${common[@]}" \
   agent.inspector.judge=$PWD/outputs/judge/cwmbs_noise_train_root.json out_dir=$jd/cwmbs_noise_val_trainroot
 for run in zbfwb_val_train_r8 zbfwb_val_train_r16 cwmbs_noise_val_trainroot; do
-  neurorefiner study rows-table "$jd/$run" --split val --method initial --method neurorefiner \
+  neurorefiner make rows-table "$jd/$run" --split val --method initial --method neurorefiner \
     --title "tree_root: $run (judge trained on train, the root's piece)" --command "experiments/tree_root/run.sh" \
     --target "experiments/tree_root/$run.md"
 done
@@ -54,7 +54,7 @@ done
 # DIADEM tables (the table file itself is not rewritten: its learned baselines' rows are not in this checkout's cache)
 python evaluate.py experiment=table_diadem table=null
 python evaluate.py experiment=table_diadem segmenter=nnunet_style table=null
-neurorefiner study rows-table outputs/tables/diadem --split test --method initial --method classical \
+neurorefiner make rows-table outputs/tables/diadem --split test --method initial --method classical \
   --method neurorefiner --title "tree_root: DIADEM test (held out) with the root's piece, both segmenters" \
   --command "python evaluate.py experiment=table_diadem (and segmenter=nnunet_style)" \
   --target experiments/tree_root/diadem_test_gold.md
@@ -67,6 +67,6 @@ for run in zbfwb_val_gate_gold zbfwb_val_gate_largest zbfwb_val_gold zbfwb_val_g
     cwmbs*) methods=(--method initial --method classical --method neurorefiner);;
     *classical) methods=(--method initial --method classical);;
   esac
-  neurorefiner study rows-table "$out/$run" --split $split "${methods[@]}" --title "tree_root: $run" \
+  neurorefiner make rows-table "$out/$run" --split $split "${methods[@]}" --title "tree_root: $run" \
     --command "experiments/tree_root/run.sh" --target "experiments/tree_root/$run.md"
 done

@@ -1,10 +1,11 @@
-"""The one writer of every table, a paper table (:mod:`neurorefiner.evaluation.paper_tables`) or a study's
-(:mod:`neurorefiner.studies`): rows as CSV (:func:`write_rows_csv`), a Markdown file (:func:`write_markdown`),
-the provenance stamp a table carries (:func:`provenance`: command, UTC date, commit), and the paper-style
-summaries (mean per method, metrics in the paper's order), and the paired difference of two methods over the
-same volumes with its bootstrap interval (:func:`paired_difference`). No other module of the package writes CSV
-(tests/unit/test_layering.py holds it), so every table's file is made one way: atomically, with the same
-dialect and the same column rule."""
+"""The one writer of every table, a paper table (:mod:`neurorefiner.evaluation.paper_tables`), a segmenter table
+(:mod:`neurorefiner.evaluation.segmenter_rows`, :mod:`~neurorefiner.evaluation.segmenter_summary`), a per-stack
+table from the runner's rows (:mod:`neurorefiner.evaluation.rows_table`) or a study's (:mod:`neurorefiner.studies`):
+rows as CSV (:func:`write_rows_csv`), a Markdown file (:func:`write_markdown`), the provenance stamp a table
+carries (:func:`provenance`: command, UTC date, commit), and the paper-style summaries (mean per method, metrics
+in the paper's order), and the paired difference of two methods over the same volumes with its bootstrap interval
+(:func:`paired_difference`). No other module of the package writes CSV (tests/unit/test_layering.py holds it), so
+every table's file is made one way: atomically, with the same dialect and the same column rule."""
 
 from __future__ import annotations
 

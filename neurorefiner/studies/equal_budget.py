@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 
 from neurorefiner.errors import InputError
+from neurorefiner.evaluation.segmenter_rows import APP2_BY_PROTOCOL, read_rows
 from neurorefiner.evaluation.tables import write_markdown, write_rows_csv
-from neurorefiner.studies.segmenter_rows import APP2_BY_PROTOCOL, read_rows
 from neurorefiner.studies.standins import PAPER, PAPER_SEGMENTER_F1
 
 NAMES = {"unet3d": "3D U-Net", "nnunet_style": "nnU-Net-style", "swinunetr": "SwinUNETR", "vnet": "V-Net",

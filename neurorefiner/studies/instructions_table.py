@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from neurorefiner.agents.trace import read_trace
+from neurorefiner.evaluation.rows_table import SEGMENTER_NAMES, order, read_rows, score_table, stamp
 from neurorefiner.evaluation.tables import summarize, write_markdown
 from neurorefiner.studies.instruction_census import Census, census, to_markdown, trace_files
-from neurorefiner.studies.rows_table import SEGMENTER_NAMES, order, read_rows, score_table, stamp
 
 METHOD_NAMES = {"initial": "initial", "neurorefiner": "neurorefiner (frames placed as training crops)",
                 "nr_centred": "nr_centred (frames centred on each edit)"}

@@ -73,7 +73,8 @@ def test_every_make_module_is_registered() -> None:
 
     modules = {p.stem for p in Path(make.__file__).parent.glob("*.py") if p.stem != "__init__"}
     assert modules == set(make.COMMANDS)
-    assert _names(make_app) == {"postprocess", "segmenter-card", "standin-card", "judge-candidates", "doc-tables"}
+    assert _names(make_app) == {"postprocess", "segmenter-card", "standin-card", "judge-candidates", "doc-tables",
+                                "segmenter-rows", "segmenter-summary", "rows-table"}
 
 
 @pytest.mark.parametrize("command", sorted(_names(make_app)))
@@ -83,9 +84,11 @@ def test_make_help(command: str) -> None:
     assert "Usage" in result.output
 
 
-@pytest.mark.parametrize("command", ["choose-postprocess", "judge-mine", "standin-card", "doc-tables"])
+@pytest.mark.parametrize("command", ["choose-postprocess", "judge-mine", "standin-card", "doc-tables",
+                                     "segmenter-rows", "segmenter-summary", "rows-table"])
 def test_a_step_that_makes_a_shipped_artifact_is_no_study(command: str) -> None:
-    """Studies only read (../shared/DESIGN.md): these moved to `neurorefiner make`."""
+    """Studies only read (../shared/DESIGN.md): these moved to `neurorefiner make` (the segmenter tables and the
+    per-stack rows table are the evaluation protocol's tables, their code in neurorefiner/evaluation/)."""
     assert command not in _names(study_app)
 
 

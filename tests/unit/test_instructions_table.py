@@ -86,7 +86,7 @@ def test_rows_of_other_methods_in_the_same_out_dir_stay_out(tmp_path: Path) -> N
 def test_rows_table_cli_labels_and_orders_the_named_methods(tmp_path: Path) -> None:
     _fill(tmp_path)
     target = tmp_path / "check.md"
-    result = runner.invoke(app, ["study", "rows-table", str(tmp_path), "--method",
+    result = runner.invoke(app, ["make", "rows-table", str(tmp_path), "--method",
                                  "nr_centred=candidate at 3,677 steps", "--method", "initial", "--title", "Check",
                                  "--command", "c.sh", "--target", str(target)])
     assert result.exit_code == 0, result.output
@@ -105,7 +105,7 @@ def test_rows_table_names_the_stale_rows_an_earlier_run_left_instead_of_a_traceb
              "method_key": "old", "commit": "0ld0000", "PRE": 0.1, "REC": 0.1, "F1": 0.1, "SSD": 1.0}
     (tmp_path / "rows" / "s0" / "test" / "unet3d" / "initial-old__root_seeded__OP_7.json").write_text(json.dumps(stale))
     target = tmp_path / "check.md"
-    result = runner.invoke(app, ["study", "rows-table", str(tmp_path), "--method", "initial", "--title", "Check",
+    result = runner.invoke(app, ["make", "rows-table", str(tmp_path), "--method", "initial", "--title", "Check",
                                  "--command", "c.sh", "--target", str(target)])
     assert result.exit_code == 2, result.output
     assert "key old: 1 row(s) at commit `0ld0000`" in result.output and "initial-<key>__" in result.output

@@ -67,6 +67,6 @@ def test_diadem_networks_get_their_post_processing_chosen_on_their_validation_st
     script = (ROOT / "experiments" / "segmenters" / "run.sh").read_text()
     step = script.split("\nnetworks)", 1)[1].split("  done ;;", 1)[0]
     assert "record_postprocess" not in step and "PostProcess(" not in step
-    choose, rows, card = (step.index(s) for s in ("make postprocess", "study segmenter-rows", "make segmenter-card"))
+    choose, rows, card = (step.index(s) for s in ("make postprocess", "make segmenter-rows", "make segmenter-card"))
     assert choose < rows < card
     assert "--dataset diadem --split dev --case OP_6" in step and "--record" in step[choose:rows]

@@ -1,4 +1,4 @@
-"""The segmenter tables' writer and reader (neurorefiner.studies.segmenter_rows, `neurorefiner study segmenter-rows`):
+"""The segmenter tables' writer and reader (neurorefiner.evaluation.segmenter_rows, `neurorefiner make segmenter-rows`):
 per-segmenter runs merge into one table without recomputation, and a file that is not a rows table is refused by
 name."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-import neurorefiner.studies.segmenter_rows as rows_mod
+import neurorefiner.evaluation.segmenter_rows as rows_mod
 from neurorefiner.cli.main import app
 from neurorefiner.errors import InputError
 
@@ -69,7 +69,7 @@ def test_a_pure_merge_loads_no_volume_and_the_first_include_wins(tmp_path, monke
                           "new")
     rows_mod.write_tables([_row("floor", "a", 0.1), _row("vnet -> APP2", "a", 0.2), _row("old", "zz", 0.3)],
                           tmp_path / "old", "x_test", "old")
-    done = CliRunner().invoke(app, ["study", "segmenter-rows", "--dataset", "x", "--split", "test", "--no-naive",
+    done = CliRunner().invoke(app, ["make", "segmenter-rows", "--dataset", "x", "--split", "test", "--no-naive",
                                     "--include", str(tmp_path / "new" / "rows_cases.csv"),
                                     "--include", str(tmp_path / "old" / "x_test_cases.csv"),
                                     "--out", str(tmp_path / "old")])
@@ -82,10 +82,10 @@ def test_a_pure_merge_loads_no_volume_and_the_first_include_wins(tmp_path, monke
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, monkeypatch):
     monkeypatch.setattr(rows_mod, "get_dataset", lambda name: _Dataset())
     runner = CliRunner()
-    done = runner.invoke(app, ["study", "segmenter-rows", "--dataset", "x", "--no-naive", "--include",
+    done = runner.invoke(app, ["make", "segmenter-rows", "--dataset", "x", "--no-naive", "--include",
                                str(tmp_path / "missing_cases.csv"), "--out", str(tmp_path)])
     assert done.exit_code == 2 and "rows file not found" in done.output and "Traceback" not in done.output
-    done = runner.invoke(app, ["study", "segmenter-rows", "--dataset", "x", "--no-naive", "--case", "q", "--out",
+    done = runner.invoke(app, ["make", "segmenter-rows", "--dataset", "x", "--no-naive", "--case", "q", "--out",
                                str(tmp_path)])
     assert done.exit_code == 2 and "has no case q" in done.output
     with pytest.raises(InputError, match="arch\\[:variant\\]=checkpoint"):
@@ -94,9 +94,9 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path, monkeypatch):
 
 def test_an_unknown_dataset_or_split_is_one_line(tmp_path):
     runner = CliRunner()
-    done = runner.invoke(app, ["study", "segmenter-rows", "--dataset", "no_such_set", "--out", str(tmp_path)])
+    done = runner.invoke(app, ["make", "segmenter-rows", "--dataset", "no_such_set", "--out", str(tmp_path)])
     assert done.exit_code == 2 and "unknown dataset 'no_such_set'" in done.output
-    done = runner.invoke(app, ["study", "segmenter-rows", "--dataset", "diadem", "--split", "val",
+    done = runner.invoke(app, ["make", "segmenter-rows", "--dataset", "diadem", "--split", "val",
                                "--out", str(tmp_path)])
     assert done.exit_code == 2 and "has splits" in done.output and "Traceback" not in done.output
 
@@ -128,6 +128,6 @@ def test_root_seeded_rows_trace_from_the_gold_root_and_say_so(tmp_path):
     seeded = rows_mod._traced(gold, mask, (1.0, 1.0, 1.0), "root_seeded")
     assert seeded["REC"] < 0.35 < full["REC"], (seeded["REC"], full["REC"])
     assert rows_mod.APP2_BY_PROTOCOL["root_seeded"] != rows_mod.APP2_BY_PROTOCOL["full_volume"]
-    done = CliRunner().invoke(app, ["study", "segmenter-rows", "--dataset", "diadem", "--protocol", "seeded",
+    done = CliRunner().invoke(app, ["make", "segmenter-rows", "--dataset", "diadem", "--protocol", "seeded",
                                     "--no-naive", "--out", str(tmp_path)])
     assert done.exit_code == 2 and "--protocol must be one of" in done.output

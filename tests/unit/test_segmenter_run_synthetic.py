@@ -66,7 +66,7 @@ def test_scoring_runs_outside_the_lock_and_only_the_merge_holds_it(tmp_path, ste
     done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     calls = log.read_text().splitlines()
-    rows_calls = [i for i, c in enumerate(calls) if c.startswith("study segmenter-rows")]
+    rows_calls = [i for i, c in enumerate(calls) if c.startswith("make segmenter-rows")]
     score, merge = rows_calls
     assert calls[score + 1] == "lock free" and f"--out {tables}" not in calls[score]
     scratch = calls[score].split("--out ")[1].split()[0]
@@ -111,7 +111,7 @@ def test_the_prior_variant_trains_with_the_prior_and_keeps_its_own_files(tmp_pat
     choose = next(c for c in calls if c.startswith("make postprocess"))
     assert "--arch gbpnet_style --name gbpnet_style_prior" in choose and f"--model {ck}" in choose
     assert f"--out {tables}" in choose
-    score = next(c for c in calls if c.startswith("study segmenter-rows") and "--segmenter" in c)
+    score = next(c for c in calls if c.startswith("make segmenter-rows") and "--segmenter" in c)
     assert f"--segmenter gbpnet_style:prior={ck}" in score
     card = tables / "synthetic_x_gbpnet_style_prior_card.md"
     assert card.exists() and not (tables / "synthetic_x_gbpnet_style_card.md").exists()
@@ -131,7 +131,7 @@ def test_without_prior_the_files_keep_their_old_names(tmp_path):
 def test_a_failed_scoring_run_leaves_no_scratch_table_behind(tmp_path, step):
     scratch_root = tmp_path / "tmp"
     scratch_root.mkdir()
-    stub, log = _stub(tmp_path, 'case "$*" in "study segmenter-rows"*) exit 3 ;; esac')
+    stub, log = _stub(tmp_path, 'case "$*" in "make segmenter-rows"*) exit 3 ;; esac')
     (tmp_path / "synthetic_x_vnet_postprocess_val.json").write_text("{}\n")
     env = {**os.environ, "ARCH": "vnet", "STEP": step, "PRESETS": "synthetic_x", "PY": str(stub), "NR": str(stub),
            "TABLES": str(tmp_path), "TMPDIR": str(scratch_root)}

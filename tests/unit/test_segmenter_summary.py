@@ -1,4 +1,4 @@
-"""neurorefiner.studies.segmenter_summary (`neurorefiner study segmenter-summary`): each network's row is the one its
+"""neurorefiner.evaluation.segmenter_summary (`neurorefiner make segmenter-summary`): each network's row is the one its
 card's recorded post-processing names, with the Betti-0 excess of its threshold-only masks; a card whose row is
 missing is a clear error."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import neurorefiner.studies.segmenter_rows as rows_mod
-import neurorefiner.studies.segmenter_summary as sm
+import neurorefiner.evaluation.segmenter_rows as rows_mod
+import neurorefiner.evaluation.segmenter_summary as sm
 from neurorefiner.cli.main import app
 from neurorefiner.errors import InputError
 
@@ -124,7 +124,7 @@ def test_the_command_writes_the_three_files_and_refuses_an_empty_folder(tmp_path
     rows_mod.write_tables(rows, tables / "synthetic", "synthetic_zbfwb_test", "x")
     (tables / "synthetic" / "synthetic_zbfwb_vnet_card.md").write_text(CARD)
     runner = CliRunner()
-    done = runner.invoke(app, ["study", "segmenter-summary", "--tables", str(tables), "--shipped", str(tmp_path),
+    done = runner.invoke(app, ["make", "segmenter-summary", "--tables", str(tables), "--shipped", str(tmp_path),
                                "--no-png"])
     assert done.exit_code == 0, done.output
     text = (tables / "summary.md").read_text()
@@ -132,5 +132,5 @@ def test_the_command_writes_the_three_files_and_refuses_an_empty_folder(tmp_path
     assert "| vnet | thr 0.4, bridge 3 um, largest | 0.600 |" in text
     assert (tables / "summary.csv").read_text().count("\n") == 3 and not (tables / "summary.png").exists()
     (tmp_path / "empty").mkdir()
-    done = runner.invoke(app, ["study", "segmenter-summary", "--tables", str(tmp_path / "empty")])
+    done = runner.invoke(app, ["make", "segmenter-summary", "--tables", str(tmp_path / "empty")])
     assert done.exit_code == 2 and "no rows table" in done.output

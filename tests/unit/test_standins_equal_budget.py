@@ -46,7 +46,7 @@ def test_bad_settings_are_refused_before_any_work(tmp_path):
 
 
 def _write_run(folder: Path, arch: str, f1s: list[float], ssd: list[float], wall: int, val_f1: float) -> None:
-    from neurorefiner.studies.segmenter_rows import read_rows, write_tables
+    from neurorefiner.evaluation.segmenter_rows import read_rows, write_tables
 
     method = f"{arch}:300steps (threshold 0.3, dust 0, keep largest all) -> APP2 from the gold root"
     old = read_rows(folder / "synthetic_cwmbs_weak_test_cases.csv") if (
@@ -81,8 +81,8 @@ def test_the_summary_needs_root_seeded_rows(tmp_path):
     import pytest
 
     from neurorefiner.errors import InputError
+    from neurorefiner.evaluation.segmenter_rows import write_tables
     from neurorefiner.studies.equal_budget import equal_budget_table
-    from neurorefiner.studies.segmenter_rows import write_tables
 
     write_tables([{"method": "vnet:300steps (threshold 0.3) -> APP2", "case": "a", **{k: 0.5 for k in (
         "SD", "SSD", "pSSD", "PRE", "REC", "F1", "MES", "Dice", "clDice", "b0_mask", "b0_gold", "b0_excess",

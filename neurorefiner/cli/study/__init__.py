@@ -20,7 +20,7 @@ STUDIES: tuple[str, ...] = command_modules(__path__)
 def build_app(studies: tuple[str, ...] = STUDIES) -> typer.Typer:
     """The ``study`` sub-app with every module of ``studies`` registered, in that order."""
     return command_group(__name__, studies, "One-off measurements behind the experiments/ tables (editor probes, "
-                                            "realism, segmenter tables).")
+                                            "realism, ceilings).")
 
 
 app = build_app()

@@ -2,7 +2,7 @@
 <method>-<key>__<protocol>__<case>.json``), for scripts that run ``evaluate.py`` once per segmenter into one
 ``OUT`` (``per_volume.csv`` holds only the last call's rows), so their committed table comes from a command.
 
-``neurorefiner study rows-table OUT --method initial --method "nr_x=label, with commas" --title T --command C
+``neurorefiner make rows-table OUT --method initial --method "nr_x=label, with commas" --title T --command C
 --target FILE.md``
 """
 

@@ -9,7 +9,7 @@ segmenter's row uses the post-processing its checkpoint records (cached under
 ``data/cache/init_masks/<dataset>/<segmenter>_postprocessed/``); ``raw`` adds the masks refinement starts from
 (threshold only, every component kept; ``data/cache/init_masks/<dataset>/<segmenter>/``). Rows of earlier
 runs (``include``) merge into the table without recomputation; where two hold a row of the same method and
-case the first wins. Command: ``neurorefiner study segmenter-rows``.
+case the first wins. Command: ``neurorefiner make segmenter-rows``.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ def segmenter_summary(
         png: bool = typer.Option(True, "--png/--no-png", help="also summary.png")) -> None:
     """Summarise the segmenter tables."""
     from neurorefiner.errors import InputError
+    from neurorefiner.evaluation.segmenter_summary import default_sources, write_summary
     from neurorefiner.paths import project_root
-    from neurorefiner.studies.segmenter_summary import default_sources, write_summary
 
     tables = tables or project_root() / "experiments" / "segmenters"
     if not tables.is_dir():
@@ -32,5 +32,5 @@ def segmenter_summary(
 
 
 def register(app: typer.Typer) -> None:
-    """Add this study to the ``neurorefiner study`` sub-app."""
+    """Add this command to the ``neurorefiner make`` sub-app."""
     app.command("segmenter-summary", help=__doc__)(segmenter_summary)

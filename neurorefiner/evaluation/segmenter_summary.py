@@ -2,11 +2,11 @@
 checkpoint records) on DIADEM and on each SYNTHETIC preset, beside the naive floor, with the Betti-0 excess of
 its threshold-only masks (what refinement starts from) and the training wall time from its card.
 
-Nothing is computed here but means: the per-case rows come from the tables ``neurorefiner study segmenter-rows``
+Nothing is computed here but means: the per-case rows come from the tables ``neurorefiner make segmenter-rows``
 wrote (DIADEM: ``diadem_test_all_cases.csv``; presets: ``synthetic/<preset>_test_cases.csv``), the
 post-processing, steps and wall time from each network's card (the file the training command wrote beside its
 rows). A card whose recorded post-processing has no row in its table is an error, not a silent gap: the table
-is stale. Command: ``neurorefiner study segmenter-summary``.
+is stale. Command: ``neurorefiner make segmenter-summary``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from neurorefiner.errors import InputError
-from neurorefiner.studies.segmenter_rows import FLOOR_EVERY, FLOOR_LARGEST, own_label, raw_label, read_rows
+from neurorefiner.evaluation.segmenter_rows import FLOOR_EVERY, FLOOR_LARGEST, own_label, raw_label, read_rows
 
 ARCHS = ("unet3d", "nnunet_style", "vnet", "unetr", "swinunetr", "sgsnet_style", "gbpnet_style", "adtlnet_style")
 VARIANTS = ("prior",)  # rows "<arch>:prior", files "<preset>_<arch>_prior_*"
@@ -127,8 +127,8 @@ def _fmt(v: float | int | None, digits: int = 3) -> str:
 
 def markdown(sources: list[Source], tables: list[list[dict]], val_only: list[list[str]] | None = None) -> str:
     lines = ["# Every baseline segmenter, per dataset (test splits)", "",
-             "Made by `neurorefiner study segmenter-summary` from the per-case tables of "
-             "`neurorefiner study segmenter-rows` "
+             "Made by `neurorefiner make segmenter-summary` from the per-case tables of "
+             "`neurorefiner make segmenter-rows` "
              "and the training cards. Each network's row uses the post-processing its checkpoint records (DIADEM: "
              "the shipped U-Net's cross-validated choice; the other DIADEM networks the setting an earlier U-Net "
              "chose on OP_6, threshold 0.6 and keep largest; synthetic presets: chosen on each preset's val "

@@ -35,7 +35,7 @@ def segmenter_rows(
                                      "root_seeded (APP2 from the mask voxel nearest the gold root, as the SYNTHETIC "
                                      "Tables 1-2 and DIADEM score; the rows' labels say which)")) -> None:
     """Rows for the segmenter tables."""
-    from neurorefiner.studies.segmenter_rows import segmenter_rows as run
+    from neurorefiner.evaluation.segmenter_rows import segmenter_rows as run
 
     typer.echo(run(dataset, split, out, segmenters=segmenter or (), naive=naive, dust=dust, raw=raw, cases=case,
                    include=include or (), stem=stem, plot=plot, threads=threads, progress=is_tty(),
@@ -43,5 +43,5 @@ def segmenter_rows(
 
 
 def register(app: typer.Typer) -> None:
-    """Add this study to the ``neurorefiner study`` sub-app."""
+    """Add this command to the ``neurorefiner make`` sub-app."""
     app.command("segmenter-rows", help=__doc__)(segmenter_rows)

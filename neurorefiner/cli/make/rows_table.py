@@ -19,11 +19,11 @@ def rows_table(out: Path = typer.Argument(..., help="the out_dir the script pass
                title: str = typer.Option(..., "--title"),
                command: str = typer.Option(..., "--command", help="the command named in the table's header"),
                target: Path = typer.Option(..., "--target", help="the Markdown file to write")) -> None:
-    from neurorefiner.studies.rows_table import write_rows_table
+    from neurorefiner.evaluation.rows_table import write_rows_table
 
     typer.echo(write_rows_table(out, split, method, title, command, target))
 
 
 def register(app: typer.Typer) -> None:
-    """Add this study to the ``neurorefiner study`` sub-app."""
+    """Add this command to the ``neurorefiner make`` sub-app."""
     app.command("rows-table", help=__doc__)(rows_table)
