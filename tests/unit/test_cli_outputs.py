@@ -18,7 +18,7 @@ from neurorefiner.cli.main import app
 
 # commands that take no output path: they print, or write only the project's own fixed files
 NO_OUTPUT_PATH = {"info", "score", "inspect", "make standin-card", "study equal-budget-table",
-                  "study checkpoint-choice-table", "study training-figures",
+                  "study checkpoint-choice-table",
                   "study loss-probe-table",  # writes summary.md into the --results folder it reads
                   "make doc-tables"}  # rewrites, in place, the Markdown files it reads
 # how an output option is spelled; an option of these names that a command does not declare fails the test

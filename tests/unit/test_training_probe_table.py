@@ -1,5 +1,5 @@
-"""The training probe's tables and the Table 6 training figures, read back from the files their runs left (these
-were scripts under experiments/; they are studies with commands now)."""
+"""The training probe's tables, read back from the files their runs left (these were scripts under experiments/;
+they are studies with commands now)."""
 
 from __future__ import annotations
 
@@ -52,14 +52,3 @@ def test_loss_probe_table_keeps_each_variants_cost_beside_its_scores(tmp_path: P
     assert lines[4] == "| target | | | >= 0.60 | >= 0.40 | >= 0.95 | >= 0.90 |"
     empty = runner.invoke(app, ["study", "loss-probe-table", "--results", str(tmp_path / "none")])
     assert empty.exit_code == 2 and "no scores" in empty.output
-
-
-def test_training_figures_read_the_runs_metrics(tmp_path: Path) -> None:
-    (tmp_path / "cab").mkdir()
-    (tmp_path / "cab" / "toporefinenet_stage2.json").write_text(json.dumps(
-        {"train/steps": 100.0, "train/wall_s": 600, "val/dice": 0.5, "val/adherence": float("nan")}))
-    result = runner.invoke(app, ["study", "training-figures", "--runs", str(tmp_path)])
-    assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[2] == "| cab | 2 | 100 | 10.0 | 0.5000 | – | – | – | – |"
-    none = runner.invoke(app, ["study", "training-figures", "--runs", str(tmp_path / "x")])
-    assert none.exit_code == 2 and "no metrics files" in none.output
