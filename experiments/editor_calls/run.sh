@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Why the editor leaves the SYNTHETIC stand-ins alone: a sample of the learned loop's editor calls on each preset's
 # val split (never test), each step read against gold (neurorefiner.studies.editor_calls). Writes
-# editor_calls_<preset>.md (summary) and .csv (one row a call) here. The judges are retrained first by the line
-# in their cards (checkpoints/judge_synthetic_<preset>.md).
+# editor_calls_<preset>.md (summary) and .csv (one row a call) here. Each preset's judge is its refiner folder's
+# (checkpoints/refiners/<preset>/judge.json, rebuilt by the line in its card judge.md beside it).
 #   PRESETS="synthetic_zbfwb" bash experiments/editor_calls/run.sh
 #   EXTRA="--no-group-noise" OUT=/tmp/x bash experiments/editor_calls/run.sh   # one defect per speck, as before
 set -euo pipefail
@@ -11,7 +11,7 @@ NR=${NR:-.venv/bin/neurorefiner}
 PRESETS=${PRESETS:-"synthetic_bigneuron synthetic_zbfwb"}  # cwmbs_noise: the val-only judge of commit eb68a40 (README)
 OUT=${OUT:-experiments/editor_calls}
 for p in $PRESETS; do
-  $NR study editor-calls --dataset "$p" --split val --judge "checkpoints/judge_${p}.json" --out "$OUT" \
+  $NR study editor-calls --dataset "$p" --split val --judge "checkpoints/refiners/${p}/judge.json" --out "$OUT" \
     --sample 20 ${EXTRA:-}
 done
 # LOOP=1: the loop on bigneuron's val split with the brightness gate off (1.0) and on (0.3), root-seeded F1 (the

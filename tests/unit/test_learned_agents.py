@@ -325,7 +325,7 @@ def test_a_preset_refiner_with_other_agents_drops_the_learned_settings_and_a_typ
     from neurorefiner.paths import conf_dir
 
     cfg = OmegaConf.load(conf_dir() / "agent" / "heuristic.yaml")
-    cfg.inspector.judge, cfg.inspector.reach_um = "checkpoints/judge_synthetic_zbfwb.json", 16.0
+    cfg.inspector.judge, cfg.inspector.reach_um = "checkpoints/refiners/synthetic_zbfwb/judge.json", 16.0
     agents, _, _ = build_agents(cfg)
     assert isinstance(agents.inspector, HeuristicInspector)
     assert "judge, reach_um: settings of the learned inspector" in caplog.text
