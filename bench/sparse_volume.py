@@ -90,3 +90,14 @@ def projected_hours(voxels: float, tile_voxels: int, occupancy: float, costs: Ti
     tiles = math.ceil(voxels / tile_voxels)
     per_tile = occupancy * costs.occupied + (1.0 - occupancy) * costs.empty
     return tiles * per_tile / (workers * cores_per_worker) / 3600.0
+
+
+def task_seconds_for(hours: float, voxels: float, tile_voxels: int, occupancy: float, empty: float, workers: int,
+                     cores_per_worker: int = 1) -> float:
+    """The seconds a refined tile's task may take for :func:`projected_hours` to reach ``hours`` (the same
+    formula solved for the task; empty tiles as measured): the margin an occupied tile harder than the
+    bench's has before the target is missed."""
+    if not 0.0 < occupancy <= 1.0:
+        raise ValueError(f"occupancy must be within (0, 1], got {occupancy}")
+    tiles = math.ceil(voxels / tile_voxels)
+    return (hours * 3600.0 * workers * cores_per_worker / tiles - empty) / occupancy

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from bench.sparse_volume import TileCosts, core, place, projected_hours
+from bench.sparse_volume import TileCosts, core, place, projected_hours, task_seconds_for
 from neurorefiner.refine.whole_volume.tiles import Occupancy, chunk_boxes, occupied, plan_tiles
 
 # the bench's sparse volume on the default plan: 5 x 4 tiles of 256 x 512 x 512, halo 32 x 128 x 128, blocks of 128
@@ -79,6 +79,10 @@ def test_projection_for_a_brain() -> None:
     assert expected == pytest.approx(0.14488, abs=1e-5)
     assert projected_hours(1e12, tile_voxels, 0.0, costs, 100, 2) < projected_hours(1e12, tile_voxels, 1.0, costs,
                                                                                       100, 2)
+    # solved for the task: the task that makes it one hour gives one hour back
+    task = task_seconds_for(1.0, 1e12, tile_voxels, 0.05, costs.empty, 100, 2)
+    assert task == pytest.approx((3600 * 200 / 14902 - 5.0) / 0.05)
+    assert projected_hours(1e12, tile_voxels, 0.05, TileCosts(5.0, task), 100, 2) == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("kwargs", [dict(run_seconds=10.0, task_seconds=[20.0], tiles=4),
