@@ -144,3 +144,24 @@ def test_a_choose_run_on_other_segmenters_or_another_judge_keeps_its_own_parts(t
     assert work_dir(tmp_path, "diadem", ["unet3d", "nnunet_style"]) != first
     (tmp_path / "judge.json").write_text("{}")
     assert work_dir(tmp_path, "diadem", ["unet3d"]) != first
+
+
+SHIPPED_REFINERS = sorted(p.stem for p in (conf_dir() / "refiner").glob("*.yaml") if p.stem != "adapted")
+
+
+@pytest.mark.parametrize("name", SHIPPED_REFINERS)
+def test_every_shipped_refiner_preset_names_a_folder_with_its_plan_and_the_files_it_reads(name: str) -> None:
+    """``refine.py refiner=<preset>`` is what a user (and the outside check on fresh volumes) types: each preset's
+    folder must hold a plan, the plan's judge and editor must exist, and the preset's yaml holds no tuned number
+    (only ``refiner_dir``): a preset committed before its choose step ran would fail here, not on a user's stack."""
+    from neurorefiner.io.refiner_plans import POLICY_KINDS, check_refiner_config
+
+    cfg = _compose("refine", [f"refiner={name}", "image=a.tif", "mask=b.tif"])
+    check_refiner_config(cfg)
+    plan = read_plan(cfg.refiner_dir)
+    assert plan["kind"] in POLICY_KINDS
+    for key in ("judge", "editor"):
+        assert plan.get(key) is None or Path(plan[key]).is_file(), f"{name}: the plan's {key} {plan[key]} is missing"
+    assert cfg.policy.kind == plan["kind"]
+    own = OmegaConf.load(conf_dir() / "refiner" / f"{name}.yaml")
+    assert set(own.keys()) - {"defaults"} == {"refiner_dir"}, f"conf/refiner/{name}.yaml sets more than its folder"
