@@ -75,9 +75,11 @@ def init_mask_path(dataset: str, segmenter: str, case: str, root: str | Path | N
     return init_mask_dir(dataset, segmenter, root) / f"{case}.tif"
 
 
-def tree_state() -> tuple[str, bool]:
+def tree_state(ignore: str | Path | None = None) -> tuple[str, bool]:
     """(short commit of the project's checkout, whether tracked files have uncommitted changes): the
-    provenance every shipped table and checkpoint card records ("unknown" outside a git checkout)."""
+    provenance every shipped table and checkpoint card records ("unknown" outside a git checkout).
+    ``ignore``: a folder whose own changes do not count, the table a run rewrites itself (its second command,
+    on the other segmenter's rows, used to find the first one's table and call the tree dirty)."""
     import subprocess
 
     def git(*args: str) -> str:
@@ -87,10 +89,16 @@ def tree_state() -> tuple[str, bool]:
         except (OSError, subprocess.SubprocessError):
             return ""
 
-    return git("rev-parse", "--short", "HEAD") or "unknown", bool(git("status", "--porcelain", "--untracked-files=no"))
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    changed = [line for line in git("diff", "--name-only", "HEAD").splitlines() if line]
+    if ignore is not None and changed:
+        top = Path(git("rev-parse", "--show-toplevel") or project_root()).resolve()
+        skip = Path(ignore).resolve()
+        changed = [f for f in changed if skip != (top / f).resolve() and skip not in (top / f).resolve().parents]
+    return commit, bool(changed)
 
 
-def git_commit() -> str:
-    """The short commit, with ``+dirty`` when tracked files have uncommitted changes."""
-    commit, dirty = tree_state()
+def git_commit(ignore: str | Path | None = None) -> str:
+    """The short commit, with ``+dirty`` when tracked files (outside ``ignore``) have uncommitted changes."""
+    commit, dirty = tree_state(ignore)
     return commit + ("+dirty" if dirty else "")

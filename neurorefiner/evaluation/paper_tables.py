@@ -64,14 +64,15 @@ def is_synthetic(dataset_name: str) -> bool:
     return bool(OmegaConf.load(path).get("synthetic", False))
 
 
-def provenance(command: str | None = None) -> dict:
-    """The command, the UTC date and the commit (``+dirty`` when the tree has changes) of a table."""
+def provenance(command: str | None = None, ignore: str | Path | None = None) -> dict:
+    """The command, the UTC date and the commit (``+dirty`` when the tree has changes outside ``ignore``, the
+    table's own folder) of a table."""
     extra = [a for a in sys.argv[1:] if not a.startswith("experiment=")]
     if command is None:
         command = "python evaluate.py " + " ".join(sys.argv[1:])
     elif extra and sys.argv[0].endswith("evaluate.py"):
         command = f"{command} {' '.join(extra)}"  # the overrides this run was given
-    return tables.provenance(command)
+    return tables.provenance(command, ignore)
 
 
 def _finite(values: Sequence[Any]) -> list[float]:
@@ -414,14 +415,19 @@ DIRTY_WARNING = ("**WARNING: COMPUTED ON A TREE WITH UNCOMMITTED CHANGES (`{comm
                  "that made these numbers; not for committing.**\n")
 
 
+def table_folder(cfg: DictConfig) -> Path:
+    """Where ``cfg.table`` is written (its ``out``, else the run's ``out_dir``)."""
+    return Path(_spec(cfg).get("out") or Path(cfg.out_dir))
+
+
 def check_table_destination(cfg: DictConfig) -> None:
     """Refuse to write a table into ``experiments/`` from a dirty tree unless ``allow_dirty=true``: committed
     tables must name a commit that holds their code. Called before the run too, so the refusal costs nothing."""
-    out = Path(_spec(cfg).get("out") or Path(cfg.out_dir)).resolve()
+    out = table_folder(cfg).resolve()
     experiments = (project_root() / "experiments").resolve()
     if experiments != out and experiments not in out.parents:
         return
-    commit, dirty = project_paths.tree_state()
+    commit, dirty = project_paths.tree_state(ignore=out)   # its own earlier version is what it rewrites
     if dirty and not bool(cfg.get("allow_dirty", False)):
         raise InputError(f"the tree has uncommitted changes (at {commit}): a table in experiments/ must be "
                          "computed on a clean tree; commit first, write elsewhere (table.out=...), or pass "
@@ -455,7 +461,7 @@ def write_paper_table(cfg: DictConfig, rows: Sequence[dict], dataset: Any, not_r
     columns = list(spec.get("columns") or [])
     summaries = collect(rows, spec["rows"], spec.get("protocol"), metrics, per_case)
     extra = sorted({k for s in summaries for k in s if "[" in k})
-    prov = provenance(spec.get("command"))
+    prov = provenance(spec.get("command"), ignore=out)
     dataset_name = getattr(dataset, "name", str(dataset))
     synthetic = getattr(dataset, "synthetic", None) if synthetic is None else synthetic
     paired_metric = str(spec.get("paired_metric") or "F1")
@@ -503,7 +509,7 @@ def write_not_run(cfg: DictConfig, dataset_name: str, reason: str, synthetic: bo
     spec = _spec(cfg)
     out = Path(spec.get("out") or Path(cfg.out_dir))
     out.mkdir(parents=True, exist_ok=True)
-    prov = provenance(spec.get("command"))
+    prov = provenance(spec.get("command"), ignore=out)
     lines = [_header(spec, dataset_name, str(cfg.split), prov, synthetic).rstrip("\n").rsplit("\n", 1)[0] + "\n",
              "| Method | status |", "|---|---|"]
     lines += [f"| {r.get('label', r['method'])} | not run: {reason} |" for r in spec["rows"]]

@@ -19,6 +19,7 @@ from neurorefiner.data.cases import Case
 from neurorefiner.errors import InputError
 from neurorefiner.evaluation.cache_keys import case_data_key, row_key, settings_key
 from neurorefiner.evaluation.methods import method_node, needs_server
+from neurorefiner.evaluation.paper_tables import table_folder
 from neurorefiner.inference.init_masks import preset_name
 from neurorefiner.paths import segmenter_dirname
 
@@ -47,6 +48,7 @@ class Plan:
     progress: bool = True
     not_run_reason: str | None = None
     data_keys: dict[str, str] = field(default_factory=dict)
+    table_out: Path | None = None   # the table this run rewrites: its own changes do not make the rows' commit dirty
 
     def data_key(self, case: Case) -> str:
         """The digest of ``case``'s data (:func:`case_data_key`); a row is read back only under the same one."""
@@ -148,4 +150,5 @@ def make_plan(cfg: DictConfig, dataset: Any, cases: list[Case], methods: list[st
                 protocols=check_protocols(cfg), cases=select_cases(cfg, cases), out_dir=Path(cfg.out_dir),
                 settings=settings_key(cfg), dataset_kwargs=ds_kwargs, figures=bool(cfg.get("figures", True)),
                 save_masks=bool(cfg.get("save_masks", True)), progress=bool(cfg.get("progress", True)),
-                not_run_reason=not_run_reason, data_keys={c.name: case_data_key(c) for c in cases})
+                not_run_reason=not_run_reason, data_keys={c.name: case_data_key(c) for c in cases},
+                table_out=table_folder(cfg) if cfg.get("table") else None)

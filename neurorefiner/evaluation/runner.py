@@ -126,7 +126,7 @@ def compute_rows(plan: Plan, tracer: Callable, scorer: Callable) -> tuple[list[d
     mips = Projections()
     initial = InitialMasks(plan.dataset, plan.segmenter, plan.split, plan.dataset_kwargs,
                            [c.name for c in plan.cases])
-    commit = provenance("")["commit"]  # the code a row was made with
+    commit = provenance("", plan.table_out)["commit"]  # the code a row was made with
     bar = tqdm(total=len(plan.methods) * len(plan.cases), desc=f"{plan.dataset}/{plan.split}/{plan.segmenter}",
                unit="vol", disable=not plan.progress)
     for name in plan.methods:

@@ -61,13 +61,14 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def provenance(command: str) -> dict[str, str]:
+def provenance(command: str, ignore: str | Path | None = None) -> dict[str, str]:
     """A table's stamp: the ``command`` that makes it, the UTC date (:func:`utc_now`) and the short commit
     (``+dirty`` when tracked files have uncommitted changes, :func:`neurorefiner.paths.git_commit`). Take it
-    before the run writes its own tracked outputs, or the commit reads ``+dirty``."""
+    before the run writes its own tracked outputs, or the commit reads ``+dirty``; ``ignore``: the table's own
+    folder, whose earlier version a run rewrites (:func:`neurorefiner.paths.tree_state`)."""
     from neurorefiner.paths import git_commit
 
-    return {"command": command, "date": utc_now(), "commit": git_commit()}
+    return {"command": command, "date": utc_now(), "commit": git_commit(ignore)}
 
 
 def label_methods(rows: Sequence[dict], field: str = "method_protocol") -> list[dict]:

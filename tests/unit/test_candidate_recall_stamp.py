@@ -10,7 +10,7 @@ from neurorefiner.studies import candidate_recall as study
 
 def test_the_commit_is_read_before_the_csv_is_written(tmp_path: Path, monkeypatch) -> None:
     written: list[str] = []
-    monkeypatch.setattr("neurorefiner.paths.git_commit", lambda: "abc1234+dirty" if written else "abc1234")
+    monkeypatch.setattr("neurorefiner.paths.git_commit", lambda *a, **k: "abc1234+dirty" if written else "abc1234")
     import neurorefiner.evaluation.tables as tables  # the writer every table goes through
 
     original = tables.write_text_atomic

@@ -51,7 +51,7 @@ def test_the_one_csv_writer_keeps_columns_and_refuses_a_dropped_figure(tmp_path:
 def test_provenance_names_command_date_and_commit(monkeypatch) -> None:
     from neurorefiner.evaluation.tables import provenance
 
-    monkeypatch.setattr("neurorefiner.paths.tree_state", lambda: ("abc1234", True))
+    monkeypatch.setattr("neurorefiner.paths.tree_state", lambda *a, **k: ("abc1234", True))
     stamp = provenance("neurorefiner study x")
     assert stamp["command"] == "neurorefiner study x" and stamp["commit"] == "abc1234+dirty"
     assert stamp["date"].endswith(" UTC") and len(stamp["date"]) == len("2026-01-01 00:00 UTC")
