@@ -247,8 +247,9 @@ class RefineRun:
         else:
             out = mask.copy()
         seconds = round(time.perf_counter() - t0, 3)
-        counts = {"policy": self.policy["kind"], "voxels_added": int((out & ~mask).sum()),
-                  "voxels_removed": int((mask & ~out).sum())}
+        counts = {"accepted": 0, "rejected": 0, "escalated": 0, "reused_blocks": 0,   # no agent edits: every
+                  "policy": self.policy["kind"], "voxels_added": int((out & ~mask).sum()),  # reader of counts
+                  "voxels_removed": int((mask & ~out).sum())}                               # finds the loop's keys
         result = LoopResult(out, [], {}, {"policy": seconds}, True, counts)
         if trace_path is not None:
             with TraceWriter(trace_path, self.secrets) as trace:

@@ -165,3 +165,17 @@ def test_every_shipped_refiner_preset_names_a_folder_with_its_plan_and_the_files
     assert cfg.policy.kind == plan["kind"]
     own = OmegaConf.load(conf_dir() / "refiner" / f"{name}.yaml")
     assert set(own.keys()) - {"defaults"} == {"refiner_dir"}, f"conf/refiner/{name}.yaml sets more than its folder"
+
+
+def test_evaluate_runs_a_refiner_whose_plan_is_classical(tmp_path: Path) -> None:
+    """Table 2 on bigneuron (whose refiner chose the classical policy on val) died on its first volume with a
+    KeyError: the evaluation's NeuroRefiner read the loop's edit counts, which a policy run did not write."""
+    from neurorefiner.baselines.classical import classical_refine
+    from neurorefiner.evaluation.methods import NeuroRefiner
+
+    image, mask = _two_pieces()
+    agent = OmegaConf.load(conf_dir() / "agent" / "heuristic.yaml")
+    method = NeuroRefiner(agent, policy={"kind": "classical", "min_size": 5, "max_gap": 10.0}, trace_dir=str(tmp_path))
+    out = method(image, mask, _Case("c"))
+    assert np.array_equal(out, classical_refine(image, mask, (1, 1, 1), min_size=5, max_gap=10.0))
+    assert method.last_info["edits_accepted"] == 0 and method.last_info["rounds"] == 0
