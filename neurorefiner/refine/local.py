@@ -96,9 +96,12 @@ def refine_volume(image: Volume, mask: Volume, cfg: Any) -> dict:
         _write_outputs(out, cfg, loop, img, m, result.mask, loop.spacing, summary)
     if not m.any():
         print(f"note: the mask {mask.source} is empty: {EMPTY_NOTE}")
-    print(f"refined {mask.source}: {len(result.rounds)} round(s), {result.counts['accepted']} edit(s) accepted, "
-          f"{result.counts['rejected']} rejected, {result.counts['escalated']} escalated"
-          f"{' (converged)' if result.converged else ''}; spacing {tuple(loop.spacing)} um ({loop.spacing_from}); "
+    c = result.counts
+    did = (f"the {c['policy']} policy its refiner chose on validation (+{c['voxels_added']} / -{c['voxels_removed']} "
+           "voxels)" if "policy" in c else
+           f"{len(result.rounds)} round(s), {c['accepted']} edit(s) accepted, {c['rejected']} rejected, "
+           f"{c['escalated']} escalated{' (converged)' if result.converged else ''}")
+    print(f"refined {mask.source}: {did}; spacing {tuple(loop.spacing)} um ({loop.spacing_from}); "
           f"{total:.1f} s -> {out}")
     return summary
 
