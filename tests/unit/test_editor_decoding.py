@@ -396,7 +396,7 @@ def test_repair_at_the_gap_centre_joins_the_sliver_a_cut_left_in_it():
 
 
 def test_repair_at_a_cut_near_a_tip_joins_the_short_stub_it_left():
-    """Issue 66: a neurite ending 8 voxels past the block's centre, cut there by 9 voxels, leaves a 36-voxel
+    """A neurite ending 8 voxels past the block's centre, cut there by 9 voxels, leaves a 36-voxel
     stub: inside the room, off the block's border, not elongated, too large for a sliver. The shape test took it
     for a blob of noise and the repair said 'one component at the named place'; the person named the break,
     so the stub is its other end. A speck (under min_piece) is still no end."""

@@ -78,7 +78,7 @@ def _pictures(html: str) -> list[np.ndarray]:
 
 
 def test_the_before_view_is_the_initial_mask_and_the_after_view_the_refined_one(tmp_path: Path) -> None:
-    """Issue 66: both global views coloured every accepted edit's added voxels, so the before view carried the
+    """Both global views coloured every accepted edit's added voxels, so the before view carried the
     join and the two pictures were byte-identical. Now the before view is the initial mask (the join's three
     voxels absent, its box still drawn) and the after view the refined one with the join in green."""
     before, after = _pictures(report(tmp_path))[:2]
