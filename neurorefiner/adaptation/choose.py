@@ -16,7 +16,9 @@ How, cheaply:
 2. **Confirm.** The best few screened policies run the full loop (Algorithm 1 with the editor, as
    ``refine.py`` runs it), at T_max 5 and at 1, with the editor's brightness gate on isolated pieces on and off.
 3. **Choose** by mean root-seeded F1 over the validation cases among the confirmed loops, the classical refiner
-   (``conf/method/classical.yaml``) and the initial mask; ties go to the simpler (initial, then classical).
+   (``conf/method/classical.yaml``), classical with its bridges judged (each bridge the judge rates under one of
+   :data:`VETO_THRESHOLDS` vetoed: :mod:`neurorefiner.agents.learned.join_veto`) and the initial mask; ties go
+   to the simpler (initial, classical, judged classical, then the loop).
 
 The one threshold rule of the code: everything a refiner decides with is chosen here and written into
 ``plans.json`` (:mod:`neurorefiner.io.refiner_plans`), with the validation table of every policy tried.
@@ -40,6 +42,18 @@ JOIN_THRESHOLDS: tuple[float | None, ...] = (None, 0.0, 0.2, 0.4, 0.6, 0.8, 1.1)
 """None: the judge's own threshold; 0.0: every join within reach; 1.1: no join."""
 REMOVE_THRESHOLDS: tuple[float | None, ...] = (None, 0.5, 1.1)
 REACHES = (8.0, 16.0)
+VETO_THRESHOLDS = (0.0, 0.2, 0.4, 0.6, 0.8)
+"""The judge's floor under which a bridge of classical's is vetoed (:mod:`neurorefiner.agents.learned.join_veto`);
+each is an exact run of what refine.py would do, so these rows are finalists as they stand."""
+VETO_REACHES = (1.0, 2.0)
+"""Classical's reach (its ``max_gap``) times these: with the judge's veto a longer bridge may pay (0.0 at the
+longer reach is classical reaching further, unjudged)."""
+
+
+def judged_grid() -> list[tuple[float, float]]:
+    """(max_gap, veto threshold) of each judged-classical row; classical's own (its reach, no veto) left out."""
+    gap = float(classical_settings()["max_gap"])
+    return [(gap * r, t) for r in VETO_REACHES for t in VETO_THRESHOLDS if (r, t) != (1.0, 0.0)]
 CONFIRM = 3
 """Screened policies confirmed with the full loop; the best of them is then tried at T_max 1, with the brightness
 gate off and with each other editor (``variants``)."""
@@ -194,6 +208,24 @@ def classical_f1(gc: Any, score: Callable[[np.ndarray, Any], float]) -> float:
     return score(classical_refine(gc.image, gc.mask, gc.spacing, **params, root=gc.root("gold")), gc)
 
 
+def judged_classical_f1(gc: Any, judge: Any, score: Callable[[np.ndarray, Any], float]) -> list[float]:
+    """Root-seeded F1 of classical with its bridges judged at each (reach, floor) of :func:`judged_grid` (masks
+    that come out the same share one trace)."""
+    from neurorefiner.agents.learned.join_veto import judged_classical
+    from neurorefiner.agents.trace import array_hash
+
+    traced: dict[str, float] = {}
+    out = []
+    for gap, t in judged_grid():
+        mask = judged_classical(gc.image, gc.mask, gc.spacing, judge, t, root=gc.root("gold"),
+                                **{**classical_settings(), "max_gap": gap})
+        key = array_hash(mask)
+        if key not in traced:
+            traced[key] = score(mask, gc)
+        out.append(traced[key])
+    return out
+
+
 def classical_settings() -> dict[str, Any]:
     from omegaconf import OmegaConf
 
@@ -241,12 +273,24 @@ def choose_policy(cases: Sequence[Any], judges: Callable[[Any], Any], editors: S
             keep(key, make())
         return float(done[key])
 
+    def saved_list(key: str, make: Callable[[], list[float]]) -> list[float]:
+        if key not in done:
+            keep(key, make())
+        return [float(v) for v in done[key]]
+
     names = [f"{gc.case}/{gc.segmenter}" for gc in cases]
     rows = [Row("initial", "initial", {n: saved(f"initial|{n}", lambda gc=gc: score(gc.mask, gc))
                                        for n, gc in zip(names, cases)}),
             Row("classical", "classical", {n: saved(f"classical|{n}", lambda gc=gc: classical_f1(gc, score))
                                            for n, gc in zip(names, cases)},
                 {"kind": "classical", **{k: classical_settings()[k] for k in ("min_size", "max_gap")}})]
+    judged = {n: saved_list(f"judged|{n}", lambda gc=gc: judged_classical_f1(gc, judges(gc), score))
+              for n, gc in tqdm(list(zip(names, cases)), desc="choose: judged classical", unit="case",
+                                disable=not progress)}
+    rows += [Row(f"classical, reach {gap:g} voxels, bridges judged at p >= {t:.1f}", "judged",
+                 {n: judged[n][i] for n in names},
+                 {"kind": "classical", "min_size": classical_settings()["min_size"], "max_gap": gap, "join_veto": t})
+             for i, (gap, t) in enumerate(judged_grid())]
     grid = policy_grid()
     screened: dict[Policy, dict[str, float]] = {p: {} for p in grid}
     for n, gc in tqdm(list(zip(names, cases)), desc="choose: screen", unit="case", disable=not progress):
@@ -259,7 +303,7 @@ def choose_policy(cases: Sequence[Any], judges: Callable[[Any], Any], editors: S
     ranked = sorted(grid, key=lambda p: -float(np.mean(list(screened[p].values()))))
     rows += [Row(p.name, "screen", screened[p], asdict(p)) for p in ranked]
     rows += confirm(cases, names, judges, ranked, editors, score, saved, progress, budget)
-    order = {"initial": 0, "classical": 1, "loop": 2}
+    order = {"initial": 0, "classical": 1, "judged": 2, "loop": 3}
     finalists = [r for r in rows if r.kind in order]
     best = max(finalists, key=lambda r: (round(r.mean, 6), -order[r.kind]))
     return best, rows
@@ -358,6 +402,8 @@ def work_dir(folder: Path, dataset: str, segmenters: Sequence[str]) -> Path:
 
 def plan_of(row: Row, folder: Path) -> dict[str, Any]:
     """The plans file's policy for a chosen row (thresholds only where the policy departs from the judge's)."""
+    if row.kind == "judged":
+        return {**(row.policy or {}), "judge": "judge.json" if (folder / "judge.json").exists() else None}
     if row.kind != "loop":
         return {"kind": row.kind, **({k: v for k, v in (row.policy or {}).items() if k != "kind"})}
     p = dict(row.policy or {})
@@ -410,7 +456,8 @@ def write_table(path: Path, dataset: str, how: str, best: Row, rows: Sequence[Ro
              f"Made by `neurorefiner choose --dataset {dataset} --refiner {path.parent} --segmenters "
              f"{','.join(segmenters)}{budget.options()}` at commit `{commit}`, on {how}; root-seeded APP2 F1 (%), "
              "the tables' score. `screen`: the policy's edits made directly (a perfect editor); `loop`: Algorithm 1 "
-             "with the editor, as refine.py runs it. The choice is among initial, classical and the loops.", "",
+             "with the editor, as refine.py runs it; `judged`: classical with each bridge the judge rates under the "
+             "floor vetoed. The choice is among initial, classical, judged classical and the loops.", "",
              f"**Chosen: {best.name}** ({best.kind}, mean F1 {100 * best.mean:.2f})", "",
              "| policy | scored by | mean F1 | " + " | ".join(cases) + " |", "|---|---|---|" + "---|" * len(cases)]
     shown = [r for r in rows if r.kind != "screen"] + [r for r in rows if r.kind == "screen"][:SCREEN_SHOWN]

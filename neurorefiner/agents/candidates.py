@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neurorefiner.agents.pieces import direction, elongation, end_features, intensity_levels, piece_voxels
+from neurorefiner.agents.pieces import direction, elongation, end_features, extent_um, intensity_levels, piece_voxels
 from neurorefiner.topology.tree_root import tree_piece
 
 KINDS = ("join", "remove", "prune")
@@ -291,6 +291,8 @@ def _join_candidate(cx: PieceContext, small: int, big: int, a: np.ndarray, b: np
         "small_dist_main_um": float(cx.dist_to_main(a)[0]) if small != cx.main else 0.0,
         "small_signal_p50": cx.signal(small),
         "big_signal_p50": cx.signal(big),
+        "small_extent_um": extent_um(cx.voxels(small) * sp),
+        "signal_ratio": cx.signal(small) / max(cx.signal(big), 1e-3),
     }
     anchors = (tuple(int(v) for v in a), tuple(int(v) for v in b))
     return Candidate("join", anchors, (small, big), feats, np.asarray(path, np.int64))  # type: ignore[arg-type]
@@ -525,20 +527,30 @@ def apply_candidates(mask: np.ndarray, chosen: Sequence[Candidate]) -> np.ndarra
 
 
 def feature_names(kind: str) -> list[str]:
-    """The feature order of a kind (fixed: the judge's columns). A join also carries ``small_signal_p50`` and
-    ``big_signal_p50``, read by the Inspector's check of the piece a join attaches
-    (:mod:`neurorefiner.agents.learned.attached_piece`) and by no judge, so shipped judges keep their columns."""
+    """The feature order of a kind: the columns a judge trained now learns from. A judge stores its own columns
+    and reads them back (:class:`~neurorefiner.agents.learned.judge.Judge`), so a judge trained before a column
+    was added keeps working; every name of :func:`known_features` is computed for every candidate."""
     return list(_FEATURES[kind])
 
 
+def known_features(kind: str) -> set[str]:
+    """Every feature a candidate of ``kind`` carries (what a stored judge's columns may name)."""
+    return set(_FEATURES[kind]) | set(_FORMER[kind])
+
+
 _FEATURES = {
+    # what the piece a join attaches adds: its extent (the traced length it brings, roughly) and its signal
+    # against the tree's (a bright false piece is brighter than the neurite it is attached to)
     "join": ("gap_um", "gap_z_um", "log_size_small", "log_size_big", "big_is_main", "small_is_main", "facing_small",
              "facing_big", "align_small", "align_big", "path_q25", "path_min", "path_mean", "straight_q25",
              "path_tortuosity", "small_brightness", "big_brightness", "small_elongation", "small_dist_main_um",
-             "joins_near", "log_joins_in_mask"),
+             "joins_near", "log_joins_in_mask", "small_extent_um", "signal_ratio", "small_signal_p50"),
     "remove": ("log_size", "elongation", "extent_um", "extent_z_um", "brightness", "brightness_max", "dist_main_um",
                "dist_other_um", "border_share", "log_main_size"),
     "prune": ("length_um", "euclid_um", "tortuosity", "thickness_um", "thickness_ratio", "brightness",
               "brightness_min", "continuity", "n_at_junction", "other_len_um", "tip_border_um", "log_piece_size",
               "piece_is_main", "log_voxels", "share_of_piece"),
 }
+
+_FORMER: dict[str, tuple[str, ...]] = {"join": ("big_signal_p50",), "remove": (), "prune": ()}
+"""Features candidates carry that no judge trains on now (read by other checks, or by older judges)."""

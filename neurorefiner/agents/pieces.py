@@ -63,6 +63,17 @@ def elongation(coords: np.ndarray) -> float:
     return float(np.sqrt(ev[0] / max(ev[1], 1e-3)))
 
 
+def extent_um(coords: np.ndarray) -> float:
+    """The span of a piece along its principal axis (physical points): about the length a straight piece adds to
+    a trace, which its voxel count confounds with its thickness."""
+    if len(coords) < 2:
+        return 0.0
+    centred = coords - coords.mean(axis=0)
+    axis = np.linalg.eigh(np.cov(centred.T))[1][:, -1]
+    proj = centred @ axis
+    return float(proj.max() - proj.min())
+
+
 def direction(points: np.ndarray) -> np.ndarray:
     """Unit principal axis of a small point set (zero vector when undefined)."""
     if len(points) < 2:

@@ -14,11 +14,15 @@ No learning. The two knobs were chosen on DIADEM dev (OP_1-OP_6) with a small gr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from neurorefiner.topology.tree_root import tree_piece
+
+BridgeVerdict = Callable[[np.ndarray, np.ndarray], "bool | None"]
+JoinJudgement = Callable[[np.ndarray], BridgeVerdict]
+"""mask -> (piece end, tree end) -> make the bridge (True), never (False) or in the next pass (None)."""
 
 _SIX = np.array([[0, 0, 0], [1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]])
 
@@ -54,11 +58,17 @@ def brightest_path(image: np.ndarray, a: Sequence[int], b: Sequence[int], spacin
 
 def classical_refine(image: np.ndarray, mask: np.ndarray, spacing: Sequence[float] = (1.0, 1.0, 1.0),
                      min_size: int = 100, max_gap: float = 10.0, margin: int = 4, power: float = 2.0,
-                     floor: float = 0.05, passes: int = 3, root: Sequence[float] | None = None) -> np.ndarray:
+                     floor: float = 0.05, passes: int = 3, root: Sequence[float] | None = None,
+                     judged: JoinJudgement | None = None) -> np.ndarray:
     """``mask`` (bool ZYX) with components under ``min_size`` dropped and the others bridged to the main one
     (the piece at ``root``, ZYX voxels, when the soma is known, else the largest) along the brightest path where
     the gap is <= ``max_gap`` (voxels of the finest axis). ``image``: the stack normalised to [0, 1]. Returns a
-    new array."""
+    new array.
+
+    ``judged``: asked at the start of each pass with the mask as it stands, it returns a verdict on each bridge
+    of that pass (piece end, tree end: ZYX voxels): True makes it, False leaves the piece unjoined for good, None
+    puts it off to the next pass. A refiner's plan may veto classical's own moves so with its judge
+    (:mod:`neurorefiner.agents.learned.join_veto`); without it every bridge within reach is made."""
     import cc3d
     from scipy import ndimage as ndi
 
@@ -88,6 +98,7 @@ def classical_refine(image: np.ndarray, mask: np.ndarray, spacing: Sequence[floa
     pending = sorted((c for c in range(1, n + 1) if c != main), key=lambda c: -sizes[c])
     for _ in range(max(passes, 1)):
         still = []
+        verdict = judged(out) if judged is not None else None
         for c in pending:
             sl = objects[c - 1]
             lo = np.maximum([s.start for s in sl] - reach, 0)
@@ -105,6 +116,12 @@ def classical_refine(image: np.ndarray, mask: np.ndarray, spacing: Sequence[floa
                 continue
             a = np.asarray(k) + lo
             b = idx[(slice(None), *k)] + lo
+            made = True if verdict is None else verdict(a, b)
+            if made is None:
+                still.append(c)
+                continue
+            if not made:
+                continue
             path = brightest_path(image, a, b, sp, margin, power, floor)
             vox = _thicken(path, mask.shape)
             out[vox] = True

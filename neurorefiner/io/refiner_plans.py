@@ -23,7 +23,8 @@ PLANS = "plans.json"
 FORMAT = 1
 POLICY_KINDS = ("agents", "classical", "initial")
 """``agents``: Algorithm 1 with the plan's settings; ``classical``: the classical refiner (drop specks, bridge to
-the root's piece) with the plan's two settings; ``initial``: the mask is left as it is (nothing helped on val)."""
+the root's piece) with the plan's two settings, and with a ``join_veto`` its bridges judged by the folder's judge
+(:mod:`neurorefiner.agents.learned.join_veto`); ``initial``: the mask is left as it is (nothing helped on val)."""
 
 MAKE = "neurorefiner adapt --dataset NAME --out {folder}   (or: neurorefiner choose --dataset NAME --refiner {folder})"
 
@@ -109,7 +110,9 @@ def plan_value(folder: str, key: str) -> Any:
 
     policy = read_plan(folder)
     if key == "policy":
-        return OmegaConf.create({k: v for k, v in policy.items() if k in ("kind", "min_size", "max_gap")})
+        keys = ("kind", "min_size", "max_gap") + (("join_veto", "judge") if policy.get("join_veto") is not None
+                                                   else ())
+        return OmegaConf.create({k: v for k, v in policy.items() if k in keys})
     if key not in policy:
         raise InputError(f"the plan has no key {key!r} (keys: {', '.join(sorted(policy))})", plans_path(folder))
     value = policy[key]

@@ -242,8 +242,15 @@ class RefineRun:
         if self.policy["kind"] == "classical":
             from neurorefiner.baselines.classical import classical_refine
 
-            out = classical_refine(image, mask, self.spacing, min_size=int(self.policy["min_size"]),
-                                   max_gap=float(self.policy["max_gap"]), root=root)
+            settings = {"min_size": int(self.policy["min_size"]), "max_gap": float(self.policy["max_gap"])}
+            if self.policy.get("join_veto") is not None:   # classical's bridges, each judged (the plan's judge)
+                from neurorefiner.agents.learned.join_veto import judged_classical
+                from neurorefiner.agents.learned.judge import Judge
+
+                out = judged_classical(image, mask, self.spacing, Judge.load(self.policy["judge"]),
+                                       float(self.policy["join_veto"]), root=root, **settings)
+            else:
+                out = classical_refine(image, mask, self.spacing, root=root, **settings)
         else:
             out = mask.copy()
         seconds = round(time.perf_counter() - t0, 3)
@@ -269,6 +276,8 @@ def check_policy(policy: Mapping[str, Any] | None) -> dict:
         raise InputError(f"policy.kind must be one of {', '.join(POLICY_KINDS)}, got {node.get('kind')!r}")
     if node["kind"] == "classical" and not {"min_size", "max_gap"} <= set(node):
         raise InputError("a classical policy needs min_size and max_gap (the refiner's plans.json)")
+    if node["kind"] == "classical" and node.get("join_veto") is not None and not node.get("judge"):
+        raise InputError("a classical policy with a join_veto needs the judge that vetoes (the refiner's plans.json)")
     return node
 
 

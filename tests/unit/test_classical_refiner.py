@@ -62,3 +62,33 @@ def test_bad_arguments_raise(kwargs: dict) -> None:
 def test_empty_mask_stays_empty() -> None:
     image, mask = _broken_fibre()
     assert not classical_refine(image, np.zeros_like(mask)).any()
+
+
+def test_a_judged_bridge_is_made_vetoed_or_put_off_to_the_next_pass() -> None:
+    """The verdict of ``judged``: True bridges, False leaves the piece apart for good, None waits for the next pass,
+    whose verdict sees the tree as it has grown (a chain: B joins the tree, then C joins B)."""
+    import cc3d
+
+    image = np.zeros((9, 24, 80), np.float32)
+    image[4, 12, 5:78] = 1.0
+    mask = np.zeros(image.shape, bool)
+    mask[3:6, 11:14, 5:35] = True     # the tree
+    mask[3:6, 11:14, 41:60] = True    # B, larger: bridged first
+    mask[3:6, 11:14, 66:76] = True    # C, within reach of B only
+    root = (4, 12, 6)
+    plain = classical_refine(image, mask, min_size=5, max_gap=10, root=root)
+    asked: list[int] = []
+
+    def to_the_tree_as_it_stood(current: np.ndarray):  # type: ignore[no-untyped-def]
+        labels = cc3d.connected_components(current, connectivity=26)
+        asked.append(int(current.sum()))
+        return lambda a, b: True if labels[tuple(b)] == labels[root] else None
+
+    later = classical_refine(image, mask, min_size=5, max_gap=10, root=root, judged=to_the_tree_as_it_stood)
+    assert np.array_equal(later, plain) and len(asked) == 2
+    assert cc3d.connected_components(later, connectivity=26).max() == 1
+    vetoed = classical_refine(image, mask, min_size=5, max_gap=10, root=root, judged=lambda m: lambda a, b: False)
+    assert np.array_equal(vetoed, mask)
+    asked.clear()
+    once = classical_refine(image, mask, min_size=5, max_gap=10, root=root, passes=1, judged=to_the_tree_as_it_stood)
+    assert cc3d.connected_components(once, connectivity=26).max() == 2 and len(asked) == 1

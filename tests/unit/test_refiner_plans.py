@@ -11,9 +11,11 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from neurorefiner.agents.candidates import feature_names
 from neurorefiner.errors import InputError
 from neurorefiner.io.refiner_plans import check_refiner_folder, read_plan, write_plan
 from neurorefiner.paths import conf_dir
+from neurorefiner.refine.run import RefineRun
 
 
 def _compose(config: str, overrides: list[str]):  # type: ignore[no-untyped-def]
@@ -94,12 +96,15 @@ class _Case:
         self.case, self.segmenter, self.mask = name, "unet3d", np.zeros((2, 2, 2), bool)
 
 
-def _fake_scores(monkeypatch: pytest.MonkeyPatch, loop_gain: float, calls: list[str]) -> None:
+def _fake_scores(monkeypatch: pytest.MonkeyPatch, loop_gain: float, calls: list[str], judged_gain: float = 0.0
+                 ) -> None:
     from neurorefiner.adaptation import choose
 
     base = {"a": 0.5, "b": 0.6, "c": 0.7}
     monkeypatch.setattr(choose, "case_scorer", lambda: lambda mask, gc: base[gc.case])
     monkeypatch.setattr(choose, "classical_f1", lambda gc, score: base[gc.case] + 0.05)
+    monkeypatch.setattr(choose, "judged_classical_f1", lambda gc, judge, score: [
+        base[gc.case] + 0.05 + judged_gain * (t == 0.6 and gap == 20.0) for gap, t in choose.judged_grid()])
     monkeypatch.setattr(choose, "screen_case", lambda gc, judge, grid, score: {
         p: base[gc.case] + (0.1 if p.join == 0.4 else 0.0) for p in grid})
 
@@ -117,7 +122,50 @@ def test_choose_keeps_the_classical_refiner_when_the_loop_is_worse(monkeypatch: 
     best, rows = choose_policy([_Case("a"), _Case("b"), _Case("c")], lambda gc: None, [None], progress=False)
     assert best.kind == "classical"
     classical = next(r for r in rows if r.kind == "classical")
-    assert best.mean >= classical.mean and {r.kind for r in rows} == {"initial", "classical", "screen", "loop"}
+    assert best.mean >= classical.mean
+    assert {r.kind for r in rows} == {"initial", "classical", "judged", "screen", "loop"}
+
+
+def test_choose_takes_classical_with_judged_bridges_when_it_wins_and_the_plan_runs_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Classical's moves with the judge's veto are inside the choice: a plan of kind classical with a join_veto
+    and the folder's judge, which the refine run reads back."""
+    from neurorefiner.adaptation.choose import choose_policy, plan_of
+
+    _fake_scores(monkeypatch, loop_gain=0.1, calls=[], judged_gain=0.2)
+    best, _ = choose_policy([_Case("a"), _Case("b"), _Case("c")], lambda gc: None, [None], progress=False)
+    assert best.kind == "judged" and best.policy["join_veto"] == 0.6
+    (tmp_path / "judge.json").write_text("{}")
+    plan = plan_of(best, tmp_path)
+    assert plan == {"kind": "classical", "min_size": 100, "max_gap": 20.0, "join_veto": 0.6, "judge": "judge.json"}
+    write_plan(tmp_path, plan, {"dataset": "x"})
+    from neurorefiner.io.refiner_plans import plan_value
+
+    node = plan_value(str(tmp_path), "policy")
+    assert node.join_veto == 0.6 and Path(node.judge) == (tmp_path / "judge.json").resolve()
+
+
+def test_a_classical_policy_with_a_veto_runs_the_judged_classical_refiner(tmp_path: Path) -> None:
+    """refine.py with a judged-classical plan: the same mask as the choose step's run (a judge that vetoes every
+    join leaves the pieces apart; one that accepts all is classical)."""
+    from neurorefiner.agents.learned.join_veto import judged_classical
+    from neurorefiner.agents.learned.judge import Judge, LogisticModel
+    from neurorefiner.baselines.classical import classical_refine
+
+    image, mask = _two_pieces()
+    agent = OmegaConf.load(conf_dir() / "agent" / "heuristic.yaml")
+    n = len(feature_names("join"))
+    for intercept, joined in ((-50.0, False), (50.0, True)):
+        judge = Judge({"join": LogisticModel(np.zeros(n), np.ones(n), np.zeros(n), intercept)}, {"join": 0.5})
+        path = judge.save(tmp_path / f"judge{intercept:+.0f}.json")
+        policy = {"kind": "classical", "min_size": 5, "max_gap": 10.0, "join_veto": 0.5, "judge": str(path)}
+        out = RefineRun.build(agent, policy=policy).run(image, mask).mask
+        assert np.array_equal(out, judged_classical(image, mask, (1, 1, 1), judge, 0.5, min_size=5, max_gap=10.0))
+        plain = classical_refine(image, mask, (1, 1, 1), min_size=5, max_gap=10.0)
+        assert np.array_equal(out, plain) == joined
+        assert (int(out.sum()) > int(mask.sum())) == joined
+    with pytest.raises(InputError, match="judge"):
+        RefineRun.build(agent, policy={"kind": "classical", "min_size": 5, "max_gap": 10.0, "join_veto": 0.5})
 
 
 def test_choose_takes_the_best_loop_and_a_killed_run_resumes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -32,6 +32,9 @@ class LabelSettings:
     step_um: float = 0.5
     join_piece: float | None = None   # a join is right only if the piece it attaches lies near the gold for at least
                                       # this share of its voxels (None: the gap alone decides, as before)
+    join_value: bool = True           # a join is valued by what it attaches (:func:`join_values`): right only where
+                                      # its gap is and the piece adds more traced length on the gold than off it,
+                                      # weighted by that length against the gold's
 
 
 class GoldIndex:
@@ -46,6 +49,7 @@ class GoldIndex:
         dense = gold.resampled(self.s.step_um, tuple(self.sp)) if len(gold) else gold
         zyx = np.asarray(dense.zyx, np.float64)
         self.tree = cKDTree(zyx * self.sp) if len(zyx) else None
+        self.length_um = float(max(len(zyx) - 1, 0) * self.s.step_um)   # the gold's cable length (resampled)
         if len(zyx):
             lo = np.floor(zyx.min(axis=0)).astype(int) - self.s.scope_margin
             hi = np.ceil(zyx.max(axis=0)).astype(int) + self.s.scope_margin + 1
@@ -129,3 +133,60 @@ def attached_piece_labels(candidates: Sequence[Candidate], labels: Sequence[int 
         worst = min(shares) if shares else 1.0
         out.append(1 if worst >= share_floor else 0 if worst <= gold.s.remove_true else None)
     return out
+
+
+def skeleton_lengths(pieces: np.ndarray, box: tuple[slice, ...], k: int, gold: GoldIndex,
+                     spacing: Sequence[float]) -> tuple[float, float]:
+    """Traced length (um) of piece ``k`` on the gold and off it, inside the gold's scope: its skeleton's voxels
+    within ``tol_um`` of the gold and beyond, each worth the mean voxel step. What APP2 would add to the tree's
+    trace if the piece were joined, split into what raises recall and what lowers precision."""
+    from skimage.morphology import skeletonize
+
+    sub = np.asarray(pieces[box]) == k
+    skel = np.argwhere(skeletonize(sub)) + np.array([b.start for b in box])
+    skel = skel[gold.in_scope(skel)]
+    if not len(skel):
+        return 0.0, 0.0
+    near = gold.near(skel)
+    step = float(np.mean(np.asarray(spacing, float)))
+    return float(near.sum() * step), float((~near).sum() * step)
+
+
+def join_values(candidates: Sequence[Candidate], labels: Sequence[int | None], pieces: np.ndarray, main: int,
+                gold: GoldIndex, spacing: Sequence[float]) -> tuple[list[int | None], list[float]]:
+    """Join labels and weights valued as the tables' F1 values a join; other kinds keep theirs, weight 1.
+
+    A join whose gap the gold runs through (``labels`` 1) is right only where the piece it attaches (each side
+    that is not the tree) adds more skeleton length on the gold than off it; a bright false piece attached through
+    a true gap is wrong. Its weight is the length at stake, ``|on - off|`` plus the gap, over the gold's length
+    (each volume's F1 counts alike, so a join's worth is its share of its volume's gold). A wrong gap (0) weighs
+    its gap plus what it attaches off the gold. The fit scales each class's weights to its count
+    (:func:`~neurorefiner.adaptation.judge.model_fit.fit_model`)."""
+    from scipy import ndimage as ndi
+
+    boxes = ndi.find_objects(np.asarray(pieces))
+    lengths: dict[int, tuple[float, float]] = {}
+
+    def of(k: int) -> tuple[float, float]:
+        if k not in lengths:
+            box = boxes[k - 1] if 0 < k <= len(boxes) else None
+            lengths[k] = skeleton_lengths(pieces, box, k, gold, spacing) if box is not None else (0.0, 0.0)
+        return lengths[k]
+
+    total = max(gold.length_um, 1.0)
+    out, weights = [], []
+    for c, lab in zip(candidates, labels):
+        if c.kind != "join" or lab is None:
+            out.append(lab)
+            weights.append(1.0)
+            continue
+        sides = [of(int(k)) for k in c.pieces if int(k) != main]
+        on, off = sum(a for a, _ in sides), sum(b for _, b in sides)
+        gap = float(c.features.get("gap_um", 0.0))
+        if lab == 1:
+            out.append(1 if on >= off else 0)
+            weights.append((abs(on - off) + gap) / total)
+        else:
+            out.append(0)
+            weights.append((off + gap) / total)
+    return out, weights

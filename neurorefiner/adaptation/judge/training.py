@@ -15,7 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from neurorefiner.adaptation.judge.augment import GoldCase, augmented_masks
-from neurorefiner.adaptation.judge.gold_labels import GoldIndex, LabelSettings, attached_piece_labels, label_all
+from neurorefiner.adaptation.judge.gold_labels import (
+    GoldIndex,
+    LabelSettings,
+    attached_piece_labels,
+    join_values,
+    label_all,
+)
 from neurorefiner.adaptation.judge.model_fit import MIN_PRECISION, ThresholdChoice, choose_threshold, fit_model
 from neurorefiner.agents.candidates import KINDS, Candidate, CandidateSettings, feature_names, find_candidates
 from neurorefiner.agents.learned.judge import Judge, feature_matrix
@@ -29,28 +35,49 @@ class LabelledSet:
     x: dict[str, np.ndarray]
     y: dict[str, np.ndarray]
     groups: dict[str, np.ndarray]
+    w: dict[str, np.ndarray] | None = None
+    """Each candidate's weight in the fit (:func:`~neurorefiner.adaptation.judge.gold_labels.join_values`: a join
+    weighs the traced length at stake); None or missing: one each."""
+
+    def __post_init__(self) -> None:
+        if self.w is None:
+            self.w = {k: np.ones(len(self.y[k])) for k in KINDS}
 
     @classmethod
     def empty(cls) -> LabelledSet:
         return cls({k: np.zeros((0, len(feature_names(k)))) for k in KINDS}, {k: np.zeros(0, int) for k in KINDS},
                    {k: np.zeros(0, object) for k in KINDS})
 
-    def add(self, candidates: Sequence[Candidate], labels: Sequence[int | None], group: str) -> None:
+    def weights(self, kind: str) -> np.ndarray:
+        return self.w[kind] if self.w is not None and len(self.w[kind]) == len(self.y[kind]) \
+            else np.ones(len(self.y[kind]))
+
+    def add(self, candidates: Sequence[Candidate], labels: Sequence[int | None], group: str,
+            weights: Sequence[float] | None = None) -> None:
+        ws = list(weights) if weights is not None else [1.0] * len(candidates)
         for kind in KINDS:
-            keep = [(c, y) for c, y in zip(candidates, labels) if c.kind == kind and y is not None]
+            keep = [(c, y, w) for c, y, w in zip(candidates, labels, ws) if c.kind == kind and y is not None]
             if not keep:
                 continue
-            self.x[kind] = np.vstack([self.x[kind], feature_matrix([c for c, _ in keep], kind)])
-            self.y[kind] = np.concatenate([self.y[kind], [y for _, y in keep]]).astype(int)
+            w_before = self.weights(kind)
+            self.x[kind] = np.vstack([self.x[kind], feature_matrix([c for c, _, _ in keep], kind)])
+            self.y[kind] = np.concatenate([self.y[kind], [y for _, y, _ in keep]]).astype(int)
             self.groups[kind] = np.concatenate([self.groups[kind], np.full(len(keep), group, dtype=object)])
+            self.w[kind] = np.concatenate([w_before, [w for _, _, w in keep]]).astype(float)  # type: ignore[index]
+
+    def subset(self, keep: dict[str, np.ndarray]) -> LabelledSet:
+        """The rows of each kind where ``keep[kind]`` is true."""
+        return LabelledSet({k: self.x[k][keep[k]] for k in KINDS}, {k: self.y[k][keep[k]] for k in KINDS},
+                           {k: self.groups[k][keep[k]] for k in KINDS}, {k: self.weights(k)[keep[k]] for k in KINDS})
 
     def rows(self) -> list[dict]:
-        """Flat rows (kind, group, label, features...) for a CSV cache."""
+        """Flat rows (kind, group, label, weight, features...) for a CSV cache."""
         out = []
         for kind in KINDS:
             names = feature_names(kind)
-            for xi, yi, gi in zip(self.x[kind], self.y[kind], self.groups[kind]):
-                out.append({"kind": kind, "group": gi, "label": int(yi), **dict(zip(names, map(float, xi)))})
+            for xi, yi, gi, wi in zip(self.x[kind], self.y[kind], self.groups[kind], self.weights(kind)):
+                out.append({"kind": kind, "group": gi, "label": int(yi), "weight": float(wi),
+                            **dict(zip(names, map(float, xi)))})
         return out
 
     @classmethod
@@ -63,6 +90,7 @@ class LabelledSet:
                 s.x[kind] = np.array([[float(r[n]) for n in names] for r in rs])
                 s.y[kind] = np.array([int(r["label"]) for r in rs])
                 s.groups[kind] = np.array([str(r["group"]) for r in rs], dtype=object)
+                s.w[kind] = np.array([float(r.get("weight", 1.0)) for r in rs])  # type: ignore[index]
         return s
 
 
@@ -72,10 +100,23 @@ def label_case(image: np.ndarray, mask: np.ndarray, gold, spacing: Sequence[floa
     """Candidates of ``mask`` and their gold labels; ``gold`` is a tree or an already built :class:`GoldIndex`
     (one per stack: its dense resampling and KD-tree serve every mask of that stack). ``root`` (ZYX voxels) makes
     the piece there the tree, as the loop does when it is told the soma."""
+    cands, labels, _ = valued_case(image, mask, gold, spacing, candidate_settings, label_settings, root)
+    return cands, labels
+
+
+def valued_case(image: np.ndarray, mask: np.ndarray, gold, spacing: Sequence[float],  # type: ignore[no-untyped-def]
+                candidate_settings: CandidateSettings | None = None, label_settings: LabelSettings | None = None,
+                root: Sequence[float] | None = None) -> tuple[list[Candidate], list[int | None], list[float]]:
+    """:func:`label_case` with each candidate's weight in the fit (joins valued by what they attach when the
+    labels' ``join_value`` is on, :func:`~neurorefiner.adaptation.judge.gold_labels.join_values`)."""
     cands = find_candidates(image, mask, spacing, candidate_settings, root=root)
     index = gold if isinstance(gold, GoldIndex) else GoldIndex(gold, spacing, mask.shape, label_settings)
-    labels = label_all(cands.candidates, index)
-    return cands.candidates, attached_piece_labels(cands.candidates, labels, cands.labels, cands.main, index)
+    labels = attached_piece_labels(cands.candidates, label_all(cands.candidates, index), cands.labels, cands.main,
+                                   index)
+    if not index.s.join_value:
+        return cands.candidates, labels, [1.0] * len(labels)
+    labels, weights = join_values(cands.candidates, labels, cands.labels, cands.main, index, spacing)
+    return cands.candidates, labels, weights
 
 
 MODELS = {"join": "logistic", "remove": "logistic", "prune": "logistic"}
@@ -89,21 +130,22 @@ def fit_judge(data: LabelledSet, models: dict[str, str] | None = None, meta: dic
     models = {**MODELS, **(models or {})}
     boosters, thresholds, prior, choices = {}, {}, {}, {}
     for kind in KINDS:
-        x, y, g = data.x[kind], data.y[kind], data.groups[kind]
+        x, y, g, w = data.x[kind], data.y[kind], data.groups[kind], data.weights(kind)
         prior[kind] = float(y.mean()) if len(y) else 0.0
-        booster = fit_model(x, y, models[kind]) if len(y) else None
+        booster = fit_model(x, y, models[kind], weight=w) if len(y) else None
         if booster is None:
             choice = ThresholdChoice(1.1, "never: one class only, nothing learned")
         else:
             boosters[kind] = booster
-            oof = out_of_fold(x, y, g, models[kind])
+            oof = out_of_fold(x, y, g, models[kind], w)
             choice = (choose_threshold(oof, y, MIN_PRECISION[kind], min_support) if oof is not None else
                       ThresholdChoice(1.1, "never: fewer than two stacks, no out-of-fold threshold"))
         thresholds[kind], choices[kind] = choice.threshold, choice.as_dict()
     return Judge(boosters, thresholds, prior, {**dict(meta or {}), "threshold_choice": choices})
 
 
-def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, model: str) -> np.ndarray | None:
+def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, model: str,
+                weight: np.ndarray | None = None) -> np.ndarray | None:
     """Leave-one-group-out probabilities (None with fewer than two groups)."""
     uniq = sorted(set(groups.tolist()))
     if len(uniq) < 2:
@@ -111,7 +153,7 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, model: str) ->
     p = np.full(len(y), float(y.mean()))
     for g in uniq:
         test = groups == g
-        booster = fit_model(x[~test], y[~test], model)
+        booster = fit_model(x[~test], y[~test], model, weight=None if weight is None else weight[~test])
         if booster is not None:
             p[test] = booster.predict(x[test])
         else:
@@ -125,10 +167,7 @@ def held_out_judges(data: LabelledSet, models: dict[str, str] | None = None,
     groups = sorted({g for k in KINDS for g in data.groups[k].tolist()})
     out = {}
     for g in groups:
-        sub = LabelledSet.empty()
-        for k in KINDS:
-            keep = data.groups[k] != g
-            sub.x[k], sub.y[k], sub.groups[k] = data.x[k][keep], data.y[k][keep], data.groups[k][keep]
+        sub = data.subset({k: data.groups[k] != g for k in KINDS})
         out[g] = fit_judge(sub, models, meta={"held_out": g}, min_support=min_support)
     return out
 
@@ -185,12 +224,13 @@ def labelled_set(cases: Sequence[GoldCase], candidate_settings: CandidateSetting
     for gc in tqdm(cases, desc="candidates", unit="case", disable=not progress):
         index = GoldIndex(gc.gold, gc.spacing, gc.mask.shape, label_settings)
         root = gc.root(tree_root)
-        cands, labels = label_case(gc.image, gc.mask, index, gc.spacing, candidate_settings, root=root)
-        data.add(cands, labels, gc.group)
+        cands, labels, weights = valued_case(gc.image, gc.mask, index, gc.spacing, candidate_settings, root=root)
+        data.add(cands, labels, gc.group, weights)
         per_case.append((cands, labels))
         for mask in augmented_masks(gc, augment, index):
-            more, more_labels = label_case(gc.image, mask, index, gc.spacing, candidate_settings, root=root)
-            data.add(more, more_labels, gc.group)
+            more, more_labels, more_weights = valued_case(gc.image, mask, index, gc.spacing, candidate_settings,
+                                                          root=root)
+            data.add(more, more_labels, gc.group, more_weights)
     return data, per_case
 
 

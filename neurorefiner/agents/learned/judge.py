@@ -24,12 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from neurorefiner.agents.candidates import KINDS, Candidate, feature_names
+from neurorefiner.agents.candidates import KINDS, Candidate, feature_names, known_features
 
 FORMAT_VERSION = 1
 FORMAT_VERSION_CROPS = 2
-def feature_matrix(candidates: Sequence[Candidate], kind: str) -> np.ndarray:
-    names = feature_names(kind)
+def feature_matrix(candidates: Sequence[Candidate], kind: str, names: Sequence[str] | None = None) -> np.ndarray:
+    """The candidates' features as rows, in ``names``' order (default: :func:`feature_names`, what a judge trained
+    now reads)."""
+    names = list(names) if names is not None else feature_names(kind)
     return np.array([[float(c.features[n]) for n in names] for c in candidates], dtype=np.float64).reshape(-1,
                                                                                                         len(names))
 
@@ -125,6 +127,12 @@ class Judge:
     thresholds: dict[str, float]
     prior: dict[str, float] = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
+    columns: dict[str, list[str]] = field(default_factory=dict)
+    """Each kind's feature names in its model's order (default: :func:`feature_names`); a stored judge keeps the
+    columns it was trained on, so adding a feature does not retire it."""
+
+    def names(self, kind: str) -> list[str]:
+        return list(self.columns.get(kind) or feature_names(kind))
 
     @property
     def uses_crops(self) -> bool:
@@ -144,9 +152,9 @@ class Judge:
                 if view is None:
                     raise ValueError(f"the {kind} model reads image crops: pass the view the candidates came from")
                 picked = [candidates[i] for i in idx]
-                out[idx] = booster.predict(feature_matrix(picked, kind), view.crops(picked))
+                out[idx] = booster.predict(feature_matrix(picked, kind, self.names(kind)), view.crops(picked))
             else:
-                out[idx] = booster.predict(feature_matrix([candidates[i] for i in idx], kind))
+                out[idx] = booster.predict(feature_matrix([candidates[i] for i in idx], kind, self.names(kind)))
         return out
 
     def decide(self, candidates: Sequence[Candidate], view: CropView | None = None
@@ -160,7 +168,7 @@ class Judge:
     def to_json(self) -> dict:
         return {"format": FORMAT_VERSION_CROPS if self.uses_crops else FORMAT_VERSION, "meta": self.meta,
                 "prior": self.prior,
-                "kinds": {k: {"features": feature_names(k), "threshold": self.thresholds.get(k),
+                "kinds": {k: {"features": self.names(k), "threshold": self.thresholds.get(k),
                               "model": _model_json(self.boosters.get(k))}
                           for k in KINDS}}
 
@@ -188,17 +196,20 @@ class Judge:
         if data.get("format") not in (FORMAT_VERSION, FORMAT_VERSION_CROPS):
             raise ValueError(f"{source}: judge format {data.get('format')!r}, expected {FORMAT_VERSION} or "
                              f"{FORMAT_VERSION_CROPS}")
-        boosters, thresholds = {}, {}
+        boosters, thresholds, columns = {}, {}, {}
         for kind, node in data.get("kinds", {}).items():
             if kind not in KINDS:
                 raise ValueError(f"{source}: unknown candidate kind {kind!r}")
-            if list(node.get("features", [])) != feature_names(kind):
-                raise ValueError(f"{source}: the {kind} features differ from this code's; retrain the judge")
+            columns[kind] = list(node.get("features", []))
+            unknown = sorted(set(columns[kind]) - known_features(kind))
+            if unknown or not columns[kind]:
+                raise ValueError(f"{source}: the {kind} model reads features this code does not compute "
+                                 f"({', '.join(unknown) or 'none listed'}); retrain the judge")
             if node.get("model"):
                 boosters[kind] = _model_from_json(node["model"])
             if node.get("threshold") is not None:
                 thresholds[kind] = float(node["threshold"])
-        return cls(boosters, thresholds, dict(data.get("prior", {})), dict(data.get("meta", {})))
+        return cls(boosters, thresholds, dict(data.get("prior", {})), dict(data.get("meta", {})), columns)
 
     @classmethod
     def load(cls, path: str | Path) -> Judge:
