@@ -45,7 +45,7 @@ REACHES = (8.0, 16.0)
 VETO_THRESHOLDS = (0.0, 0.2, 0.4, 0.6, 0.8)
 """The judge's floor under which a bridge of classical's is vetoed (:mod:`neurorefiner.agents.learned.join_veto`);
 each is an exact run of what refine.py would do, so these rows are finalists as they stand."""
-VETO_REACHES = (1.0, 2.0)
+VETO_REACHES = (1.0, 2.0, 4.0)
 """Classical's reach (its ``max_gap``) times these: with the judge's veto a longer bridge may pay (0.0 at the
 longer reach is classical reaching further, unjudged)."""
 
@@ -284,7 +284,8 @@ def choose_policy(cases: Sequence[Any], judges: Callable[[Any], Any], editors: S
             Row("classical", "classical", {n: saved(f"classical|{n}", lambda gc=gc: classical_f1(gc, score))
                                            for n, gc in zip(names, cases)},
                 {"kind": "classical", **{k: classical_settings()[k] for k in ("min_size", "max_gap")}})]
-    judged = {n: saved_list(f"judged|{n}", lambda gc=gc: judged_classical_f1(gc, judges(gc), score))
+    grid_key = ",".join(f"{gap:g}/{t:g}" for gap, t in judged_grid())   # a changed grid is computed afresh
+    judged = {n: saved_list(f"judged|{grid_key}|{n}", lambda gc=gc: judged_classical_f1(gc, judges(gc), score))
               for n, gc in tqdm(list(zip(names, cases)), desc="choose: judged classical", unit="case",
                                 disable=not progress)}
     rows += [Row(f"classical, reach {gap:g} voxels, bridges judged at p >= {t:.1f}", "judged",
