@@ -46,8 +46,8 @@ VETO_THRESHOLDS = (0.0, 0.2, 0.4, 0.6, 0.8)
 """The judge's floor under which a bridge of classical's is vetoed (:mod:`neurorefiner.agents.learned.join_veto`);
 each is an exact run of what refine.py would do, so these rows are finalists as they stand."""
 VETO_REACHES = (1.0, 2.0, 4.0)
-"""Classical's reach (its ``max_gap``) times these: with the judge's veto a longer bridge may pay (0.0 at the
-longer reach is classical reaching further, unjudged)."""
+"""Classical's reach (its ``max_gap``) times these: with the judge's veto a longer bridge may pay (a floor of 0.0
+at a longer reach is classical reaching further, unjudged: its plan needs no judge)."""
 
 
 def judged_grid() -> list[tuple[float, float]]:
@@ -288,9 +288,10 @@ def choose_policy(cases: Sequence[Any], judges: Callable[[Any], Any], editors: S
     judged = {n: saved_list(f"judged|{grid_key}|{n}", lambda gc=gc: judged_classical_f1(gc, judges(gc), score))
               for n, gc in tqdm(list(zip(names, cases)), desc="choose: judged classical", unit="case",
                                 disable=not progress)}
-    rows += [Row(f"classical, reach {gap:g} voxels, bridges judged at p >= {t:.1f}", "judged",
-                 {n: judged[n][i] for n in names},
-                 {"kind": "classical", "min_size": classical_settings()["min_size"], "max_gap": gap, "join_veto": t})
+    rows += [Row(f"classical, reach {gap:g} voxels" + (f", bridges judged at p >= {t:.1f}" if t > 0 else ""),
+                 "judged", {n: judged[n][i] for n in names},
+                 {"kind": "classical", "min_size": classical_settings()["min_size"], "max_gap": gap,
+                  **({"join_veto": t} if t > 0 else {})})
              for i, (gap, t) in enumerate(judged_grid())]
     grid = policy_grid()
     screened: dict[Policy, dict[str, float]] = {p: {} for p in grid}
@@ -403,8 +404,10 @@ def work_dir(folder: Path, dataset: str, segmenters: Sequence[str]) -> Path:
 
 def plan_of(row: Row, folder: Path) -> dict[str, Any]:
     """The plans file's policy for a chosen row (thresholds only where the policy departs from the judge's)."""
-    if row.kind == "judged":
-        return {**(row.policy or {}), "judge": "judge.json" if (folder / "judge.json").exists() else None}
+    if row.kind == "judged":   # classical at another reach, its bridges judged when it has a floor
+        veto = (row.policy or {}).get("join_veto") is not None
+        return {**(row.policy or {}),
+                **({"judge": "judge.json" if (folder / "judge.json").exists() else None} if veto else {})}
     if row.kind != "loop":
         return {"kind": row.kind, **({k: v for k, v in (row.policy or {}).items() if k != "kind"})}
     p = dict(row.policy or {})

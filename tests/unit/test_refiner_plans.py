@@ -145,6 +145,20 @@ def test_choose_takes_classical_with_judged_bridges_when_it_wins_and_the_plan_ru
     assert node.join_veto == 0.6 and Path(node.judge) == (tmp_path / "judge.json").resolve()
 
 
+def test_classical_at_a_longer_reach_without_a_floor_needs_no_judge(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    from neurorefiner.adaptation import choose
+
+    base = {"a": 0.5, "b": 0.6, "c": 0.7}
+    _fake_scores(monkeypatch, loop_gain=0.0, calls=[])
+    monkeypatch.setattr(choose, "judged_classical_f1", lambda gc, judge, score: [
+        base[gc.case] + 0.05 + 0.2 * (t == 0.0) for gap, t in choose.judged_grid()])
+    best, _ = choose.choose_policy([_Case("a"), _Case("b"), _Case("c")], lambda gc: None, [None], progress=False)
+    assert best.kind == "judged" and best.name == "classical, reach 20 voxels"
+    (tmp_path / "judge.json").write_text("{}")
+    assert choose.plan_of(best, tmp_path) == {"kind": "classical", "min_size": 100, "max_gap": 20.0}
+
+
 def test_a_classical_policy_with_a_veto_runs_the_judged_classical_refiner(tmp_path: Path) -> None:
     """refine.py with a judged-classical plan: the same mask as the choose step's run (a judge that vetoes every
     join leaves the pieces apart; one that accepts all is classical)."""

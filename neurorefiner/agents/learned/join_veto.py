@@ -69,6 +69,8 @@ def judged_classical(image: np.ndarray, mask: np.ndarray, spacing: Sequence[floa
     ``classical`` with a ``join_veto`` runs, in the choose step and in ``refine.py`` alike."""
     from neurorefiner.baselines.classical import classical_refine
 
+    if threshold <= 0:   # nothing vetoed: classical itself, with no candidates looked for
+        return classical_refine(image, mask, spacing, root=root, **classical)
     reach = classical_reach_um(float(classical.get("max_gap", 10.0)), spacing)
     judged = judged_bridges(judge, image, spacing, threshold, reach, root)
     return classical_refine(image, mask, spacing, root=root, judged=judged, **classical)
