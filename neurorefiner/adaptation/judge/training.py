@@ -297,6 +297,7 @@ def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, a
         raise InputError("the judge trains on DIADEM dev only (OP_7-OP_9 are held out)")
     if tree_root not in TREE_ROOTS:
         raise InputError(f"--tree-root {tree_root}: expected one of {', '.join(TREE_ROOTS)}")
+    commit = git_commit()   # the code it starts from: a file another job writes meanwhile is not this one's change
     # several splits (train,val) where one holds too few stacks for a leave-one-stack-out threshold
     cases = [c for s in splits for c in gold_cases(dataset, s, segmenters)]
     settings = CandidateSettings() if reach_um is None else CandidateSettings(reach_um=float(reach_um))
@@ -306,7 +307,7 @@ def train_judge(dataset: str, split: str, segmenters: Sequence[str], out: str, a
     meta = {"dataset": dataset, "split": split, "segmenters": list(segmenters), "augment": augment,
             "min_support": min_support, "join_piece": join_piece, "tree_root": tree_root,
             "reach_um": settings.reach_um,
-            "cases": sorted({c.case for c in cases}), "models": dict(MODELS), "commit": git_commit(),
+            "cases": sorted({c.case for c in cases}), "models": dict(MODELS), "commit": commit,
             "labelled": {k: len(v) for k, v in data.y.items()}, "held_out": scores}
     judge = fit_judge(data, meta=meta, min_support=min_support)
     for kind, c in judge.meta["threshold_choice"].items():
