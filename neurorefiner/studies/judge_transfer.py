@@ -31,6 +31,7 @@ import numpy as np
 from neurorefiner.adaptation.judge.calibration import calibrated_threshold
 from neurorefiner.adaptation.judge.mining import CandidateTable
 from neurorefiner.adaptation.judge.model_fit import MIN_PRECISION, MODELS, best_threshold, inner_threshold, predict
+from neurorefiner.agents.candidates import feature_names
 
 FAMILIES = ("diadem", "cwmbs_weak", "cwmbs_noise", "bigneuron", "zbfwb")
 TARGET_RECALL = 0.6
@@ -114,6 +115,8 @@ def shipped_rows(table: CandidateTable, judge_path: Path, trained_on: str = "dia
     floor = MIN_PRECISION[table.kind]
     model = judge.boosters.get(table.kind)
     thr = judge.thresholds.get(table.kind, 1.1)
+    names = feature_names(table.kind)   # the table's columns; the judge reads its own, in its order
+    cols = [names.index(n) for n in judge.names(table.kind)]
     fams = table.families
     rows = []
     for held in FAMILIES:
@@ -121,7 +124,7 @@ def shipped_rows(table: CandidateTable, judge_path: Path, trained_on: str = "dia
         if held == trained_on or not test.any():
             continue
         t = table.subset(test)
-        p = model.predict(t.x) if model is not None else np.full(len(t), judge.prior.get(table.kind, 0.0))
+        p = model.predict(t.x[:, cols]) if model is not None else np.full(len(t), judge.prior.get(table.kind, 0.0))
         seg = (t.variant == 0) & (t.source != "gold")
         for subset, sel in (("all", np.ones(len(t), bool)), ("segmenter", seg)):
             if sel.any():

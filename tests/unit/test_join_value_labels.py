@@ -113,3 +113,24 @@ def test_a_judge_keeps_the_columns_it_was_trained_on() -> None:
 
     with pytest.raises(ValueError, match="no_such_feature"):
         Judge.from_json(bad)
+
+
+def test_the_transfer_study_reads_a_stored_judge_through_its_own_columns(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A mined table carries today's columns; a judge stored with fewer is handed its own, in its order."""
+    from neurorefiner.adaptation.judge.mining import CandidateTable
+    from neurorefiner.studies.judge_transfer import shipped_rows
+
+    names = feature_names("join")
+    rng = np.random.default_rng(0)
+    n = 40
+    x = rng.normal(size=(n, len(names)))
+    y = (x[:, 0] > 0).astype(int)
+    fams = np.array(["diadem"] * 10 + ["zbfwb"] * 30, dtype=object)
+    table = CandidateTable("join", x, y, np.zeros((n, 3, 1, 1, 1), np.uint8), fams,
+                           np.array([f"{f}/c{i % 3}" for i, f in enumerate(fams)], dtype=object),
+                           np.full(n, "unet3d", dtype=object), np.zeros(n, int))
+    old = names[:21]
+    judge = Judge({"join": LogisticModel(np.zeros(21), np.ones(21), 5 * np.eye(21)[0], 0.0)}, {"join": 0.5},
+                  columns={"join": old})
+    rows = shipped_rows(table, judge.save(tmp_path / "judge.json"))
+    assert rows and all(r["precision"] == 1.0 for r in rows if r.get("flagged", 1))
