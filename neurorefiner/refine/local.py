@@ -97,8 +97,8 @@ def refine_volume(image: Volume, mask: Volume, cfg: Any) -> dict:
     if not m.any():
         print(f"note: the mask {mask.source} is empty: {EMPTY_NOTE}")
     c = result.counts
-    did = (f"the {c['policy']} policy its refiner chose on validation (+{c['voxels_added']} / -{c['voxels_removed']} "
-           "voxels)" if "policy" in c else
+    did = (f"the policy its refiner chose on validation ({c.get('policy_name', c['policy'])}; "
+           f"+{c['voxels_added']} / -{c['voxels_removed']} voxels)" if "policy" in c else
            f"{len(result.rounds)} round(s), {c['accepted']} edit(s) accepted, {c['rejected']} rejected, "
            f"{c['escalated']} escalated{' (converged)' if result.converged else ''}")
     print(f"refined {mask.source}: {did}; spacing {tuple(loop.spacing)} um ({loop.spacing_from}); "

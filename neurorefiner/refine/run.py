@@ -255,7 +255,8 @@ class RefineRun:
             out = mask.copy()
         seconds = round(time.perf_counter() - t0, 3)
         counts = {"accepted": 0, "rejected": 0, "escalated": 0, "reused_blocks": 0,   # no agent edits: every
-                  "policy": self.policy["kind"], "voxels_added": int((out & ~mask).sum()),  # reader of counts
+                  "policy": self.policy["kind"], "policy_name": policy_name(self.policy),
+                  "voxels_added": int((out & ~mask).sum()),                                 # reader of counts
                   "voxels_removed": int((mask & ~out).sum())}                               # finds the loop's keys
         result = LoopResult(out, [], {}, {"policy": seconds}, True, counts)
         if trace_path is not None:
@@ -265,6 +266,16 @@ class RefineRun:
                 trace.write({"type": "done", "mask_hash": array_hash(out), "seconds": seconds, "counts": counts,
                              "converged": True})
         return result
+
+
+def policy_name(policy: Mapping[str, Any]) -> str:
+    """What a plan's policy does, in the words of the choose step's table (``classical, reach 40 voxels, bridges
+    judged at p >= 0.6``), for the run's summary line."""
+    if policy.get("kind") != "classical":
+        return str(policy.get("kind"))
+    name = f"classical, reach {float(policy['max_gap']):g} voxels"
+    veto = policy.get("join_veto")
+    return name + (f", bridges judged at p >= {float(veto):.1f}" if veto is not None and float(veto) > 0 else "")
 
 
 def check_policy(policy: Mapping[str, Any] | None) -> dict:

@@ -173,7 +173,9 @@ def test_a_classical_policy_with_a_veto_runs_the_judged_classical_refiner(tmp_pa
         judge = Judge({"join": LogisticModel(np.zeros(n), np.ones(n), np.zeros(n), intercept)}, {"join": 0.5})
         path = judge.save(tmp_path / f"judge{intercept:+.0f}.json")
         policy = {"kind": "classical", "min_size": 5, "max_gap": 10.0, "join_veto": 0.5, "judge": str(path)}
-        out = RefineRun.build(agent, policy=policy).run(image, mask).mask
+        result = RefineRun.build(agent, policy=policy).run(image, mask)
+        out = result.mask
+        assert result.counts["policy_name"] == "classical, reach 10 voxels, bridges judged at p >= 0.5"
         assert np.array_equal(out, judged_classical(image, mask, (1, 1, 1), judge, 0.5, min_size=5, max_gap=10.0))
         plain = classical_refine(image, mask, (1, 1, 1), min_size=5, max_gap=10.0)
         assert np.array_equal(out, plain) == joined
