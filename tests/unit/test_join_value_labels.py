@@ -134,3 +134,17 @@ def test_the_transfer_study_reads_a_stored_judge_through_its_own_columns(tmp_pat
                   columns={"join": old})
     rows = shipped_rows(table, judge.save(tmp_path / "judge.json"))
     assert rows and all(r["precision"] == 1.0 for r in rows if r.get("flagged", 1))
+
+
+def test_train_judge_stamps_the_commit_it_started_from(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A judge trained beside another job that writes a tracked file (a choose run's plan) read that file as its
+    own dirty tree, because the stamp was taken after the long labelling."""
+    import neurorefiner.paths as paths
+    from neurorefiner.adaptation.judge import training
+
+    stamps = iter(["abc1234", "abc1234+dirty", "abc1234+dirty"])
+    monkeypatch.setattr(paths, "git_commit", lambda *a, **k: next(stamps))
+    monkeypatch.setattr(training, "gold_cases", lambda *a, **k: [])
+    path, _ = training.train_judge("synthetic_zbfwb", "train", ["unet3d"], str(tmp_path / "judge.json"),
+                                   progress=False)
+    assert Judge.load(path).meta["commit"] == "abc1234"
