@@ -216,9 +216,9 @@ def judged_classical_f1(gc: Any, judge: Any, score: Callable[[np.ndarray, Any], 
 
     traced: dict[str, float] = {}
     out = []
+    settings, root = classical_settings(), gc.root("gold")
     for gap, t in judged_grid():
-        mask = judged_classical(gc.image, gc.mask, gc.spacing, judge, t, root=gc.root("gold"),
-                                **{**classical_settings(), "max_gap": gap})
+        mask = judged_classical(gc.image, gc.mask, gc.spacing, judge, t, root=root, **{**settings, "max_gap": gap})
         key = array_hash(mask)
         if key not in traced:
             traced[key] = score(mask, gc)
@@ -258,6 +258,8 @@ def choose_policy(cases: Sequence[Any], judges: Callable[[Any], Any], editors: S
     (a JSON file) finished parts are kept there and a killed run resumes from them."""
     from tqdm import tqdm
 
+    from neurorefiner.refine.run import policy_name
+
     score = case_scorer()
     done = json.loads(state.read_text()) if state is not None and state.exists() else {}
 
@@ -288,11 +290,10 @@ def choose_policy(cases: Sequence[Any], judges: Callable[[Any], Any], editors: S
     judged = {n: saved_list(f"judged|{grid_key}|{n}", lambda gc=gc: judged_classical_f1(gc, judges(gc), score))
               for n, gc in tqdm(list(zip(names, cases)), desc="choose: judged classical", unit="case",
                                 disable=not progress)}
-    rows += [Row(f"classical, reach {gap:g} voxels" + (f", bridges judged at p >= {t:.1f}" if t > 0 else ""),
-                 "judged", {n: judged[n][i] for n in names},
-                 {"kind": "classical", "min_size": classical_settings()["min_size"], "max_gap": gap,
-                  **({"join_veto": t} if t > 0 else {})})
-             for i, (gap, t) in enumerate(judged_grid())]
+    min_size = classical_settings()["min_size"]
+    for i, (gap, t) in enumerate(judged_grid()):
+        policy = {"kind": "classical", "min_size": min_size, "max_gap": gap, **({"join_veto": t} if t > 0 else {})}
+        rows.append(Row(policy_name(policy), "judged", {n: judged[n][i] for n in names}, policy))
     grid = policy_grid()
     screened: dict[Policy, dict[str, float]] = {p: {} for p in grid}
     for n, gc in tqdm(list(zip(names, cases)), desc="choose: screen", unit="case", disable=not progress):
